@@ -1,0 +1,40 @@
+"""Atomic file output: nothing half-written ever appears under the final name.
+
+Writers go to a temporary file in the target directory and are renamed over the target
+only after a successful close (``os.replace`` is atomic on POSIX).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write one JSON document atomically (UTF-8, no ASCII escaping, trailing newline)."""
+    with atomic_open(path) as handle:
+        json.dump(obj, handle, ensure_ascii=False)
+        handle.write("\n")

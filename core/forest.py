@@ -1,0 +1,552 @@
+"""Forest data model: features, trees, votes and the ``rfcircuits.forest/1`` format.
+
+SPEC §1 (features and states), §2 (trees, hard-majority vote, tie policies) and §5 (forest
+and instance JSON). Every other module, native or oracle, shares only this model.
+
+- A :class:`Feature` has ordered states; a numeric feature's states are the intervals cut by
+  its thresholds (``(-inf,t1]``, ``(t1,t2]``, …, ``(tm,+inf)``). A numeric feature with no
+  threshold has the single state ``(-inf,+inf)`` (it can occur in no literal): importers keep
+  features a forest never splits on so that instances keep their schema.
+- A :class:`Tree` is a rooted DAG (node 0 is the root) of :class:`Branching` nodes, whose
+  branches ``(state mask, child)`` partition the states of the tested feature that are
+  feasible there, and :class:`Leaf` nodes carrying a class index.
+- State sets are int bitmasks: bit ``s`` set means state ``s`` is in the set.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.atomicio import write_json
+from core.errors import InputError
+
+FOREST_FORMAT = "rfcircuits.forest/1"
+TIES = ("first", "all")
+
+Instance = tuple[int, ...]
+
+
+def mask_states(mask: int) -> list[int]:
+    """The state indices in a bitmask, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def states_mask(states: Iterable[int]) -> int:
+    """The bitmask of a collection of state indices."""
+    mask = 0
+    for s in states:
+        mask |= 1 << s
+    return mask
+
+
+def interval_names(thresholds: Sequence[float]) -> tuple[str, ...]:
+    """SPEC §1 state names of a numeric feature; thresholds printed with ``repr(float)``."""
+    bounds = ["-inf"] + [repr(float(t)) for t in thresholds] + ["+inf"]
+    names = [f"({bounds[i]},{bounds[i + 1]}]" for i in range(len(bounds) - 2)]
+    names.append(f"({bounds[-2]},+inf)")
+    return tuple(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    """A feature with ordered states; ``thresholds`` is None for a categorical feature."""
+
+    name: str
+    states: tuple[str, ...]
+    thresholds: tuple[float, ...] | None = None
+
+    @classmethod
+    def numeric(cls, name: str, thresholds: Iterable[float]) -> Feature:
+        ts = tuple(sorted({float(t) for t in thresholds}))
+        return cls(name, interval_names(ts), ts)
+
+    @classmethod
+    def categorical(cls, name: str, states: Iterable[str]) -> Feature:
+        return cls(name, tuple(states), None)
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.thresholds is not None
+
+    @property
+    def n_states(self) -> int:
+        return len(self.states)
+
+    @property
+    def full(self) -> int:
+        """Mask of all states."""
+        return (1 << len(self.states)) - 1
+
+    def state_of_value(self, value: float) -> int:
+        """State of a raw number: ``i`` with ``t_i < value <= t_{i+1}`` (goes-left rule)."""
+        assert self.thresholds is not None
+        return bisect.bisect_left(self.thresholds, value)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.thresholds is not None:
+            return {"name": self.name, "thresholds": list(self.thresholds)}
+        return {"name": self.name, "states": list(self.states)}
+
+
+@dataclass(frozen=True, slots=True)
+class Branching:
+    """Internal tree node: tests ``feature``; ``branches`` are ``(state mask, child index)``."""
+
+    feature: int
+    branches: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """Tree leaf voting for class index ``label``."""
+
+    label: int
+
+
+TreeNode = Branching | Leaf
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """A decision tree (or DAG); node 0 is the root."""
+
+    nodes: tuple[TreeNode, ...]
+
+    def vote(self, x: Sequence[int]) -> int:
+        """The class index this tree votes for on instance ``x`` (state indices)."""
+        node = self.nodes[0]
+        while type(node) is Branching:
+            bit = 1 << x[node.feature]
+            for mask, child in node.branches:
+                if mask & bit:
+                    node = self.nodes[child]
+                    break
+            else:  # pragma: no cover - validation makes branches cover feasible states
+                raise AssertionError("instance state not covered by any branch")
+        return node.label
+
+
+@dataclass(frozen=True)
+class Forest:
+    """A random forest over discrete features (SPEC §2). Construction validates (SPEC §5)."""
+
+    features: tuple[Feature, ...]
+    classes: tuple[str, ...]
+    trees: tuple[Tree, ...]
+    feature_index: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", tuple(self.features))
+        object.__setattr__(self, "classes", tuple(self.classes))
+        object.__setattr__(self, "trees", tuple(self.trees))
+        object.__setattr__(self, "feature_index", {f.name: i for i, f in enumerate(self.features)})
+        check_forest(self)
+
+    @property
+    def n_nodes(self) -> int:
+        return sum(len(t.nodes) for t in self.trees)
+
+    def votes(self, x: Sequence[int]) -> list[int]:
+        """``v_i(x)`` for every class index ``i``."""
+        counts = [0] * len(self.classes)
+        for tree in self.trees:
+            counts[tree.vote(x)] += 1
+        return counts
+
+    def classes_of(self, x: Sequence[int], ties: str = "first") -> list[int]:
+        """All classes ``c`` with ``x ⊨ R^c`` under the tie policy (SPEC §2)."""
+        return classes_from_votes(self.votes(x), ties)
+
+    def decision(self, x: Sequence[int]) -> int:
+        """The first class with most votes (the same under both tie policies)."""
+        counts = self.votes(x)
+        return counts.index(max(counts))
+
+    def n_worlds(self) -> int:
+        return math.prod(f.n_states for f in self.features)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FOREST_FORMAT,
+            "classes": list(self.classes),
+            "features": [f.to_json() for f in self.features],
+            "trees": [{"nodes": [_node_json(self, n) for n in t.nodes]} for t in self.trees],
+        }
+
+
+def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
+    """Classes an instance with these vote counts belongs to (SPEC §2)."""
+    best = max(counts)
+    if ties == "all":
+        return [i for i, v in enumerate(counts) if v == best]
+    return [counts.index(best)]
+
+
+def check_ties(ties: str) -> str:
+    if ties not in TIES:
+        raise InputError(f"unknown tie policy {ties!r}: expected one of {', '.join(TIES)}")
+    return ties
+
+
+def _node_json(forest: Forest, node: TreeNode) -> dict[str, Any]:
+    if type(node) is Leaf:
+        return {"class": forest.classes[node.label]}
+    return {"feature": forest.features[node.feature].name,
+            "branches": [[mask_states(m), c] for m, c in node.branches]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Structural validation (SPEC §5): DAG, branches partition the feasible states, known classes.
+
+
+def _names(feature: Feature, mask: int) -> str:
+    return "{" + ", ".join(feature.states[s] for s in mask_states(mask)) + "}"
+
+
+def check_forest(forest: Forest) -> None:
+    """Raise :class:`InputError` naming tree, node and problem if the forest is malformed."""
+    if not forest.classes:
+        raise InputError("classes: at least one class is required")
+    _unique("classes", forest.classes)
+    _unique("features", [f.name for f in forest.features])
+    for f in forest.features:
+        if f.n_states < 1 or (f.thresholds is None and f.n_states < 2):
+            raise InputError(f"feature {f.name!r}: a categorical feature needs at least 2 states")
+        _unique(f"feature {f.name!r} states", f.states)
+        if f.thresholds is not None and any(
+                not math.isfinite(t) for t in f.thresholds):
+            raise InputError(f"feature {f.name!r}: thresholds must be finite numbers")
+        if f.thresholds is not None and list(f.thresholds) != sorted(set(f.thresholds)):
+            raise InputError(f"feature {f.name!r}: thresholds must be strictly increasing")
+    if not forest.trees:
+        raise InputError("trees: at least one tree is required")
+    for t, tree in enumerate(forest.trees):
+        _check_tree(forest, t, tree)
+
+
+def _unique(what: str, names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            raise InputError(f"{what}: name {n!r} appears twice")
+        seen.add(n)
+
+
+def _check_tree(forest: Forest, t: int, tree: Tree) -> None:
+    nodes = tree.nodes
+    if not nodes:
+        raise InputError(f"tree {t}: no nodes")
+    n_classes = len(forest.classes)
+    for k, node in enumerate(nodes):
+        where = f"tree {t}, node {k}"
+        if type(node) is Leaf:
+            if not 0 <= node.label < n_classes:
+                raise InputError(f"{where}: unknown class index {node.label}")
+            continue
+        if not 0 <= node.feature < len(forest.features):
+            raise InputError(f"{where}: unknown feature index {node.feature}")
+        feature = forest.features[node.feature]
+        if not node.branches:
+            raise InputError(f"{where}: a test node needs at least one branch")
+        seen = 0
+        for b, (mask, child) in enumerate(node.branches):
+            if mask <= 0:
+                raise InputError(f"{where}, branch {b}: empty state set")
+            if mask & ~feature.full:
+                raise InputError(f"{where}, branch {b}: state index out of range for "
+                                 f"feature {feature.name!r} ({feature.n_states} states)")
+            if mask & seen:
+                raise InputError(f"{where}, branch {b}: states {_names(feature, mask & seen)} of "
+                                 f"{feature.name!r} appear in more than one branch")
+            seen |= mask
+            if not 0 <= child < len(nodes):
+                raise InputError(f"{where}, branch {b}: child {child} is not a node of the tree")
+    order = _topological_order(t, nodes)
+    if len(order) != len(nodes):
+        missing = sorted(set(range(len(nodes))) - set(order))
+        raise InputError(f"tree {t}, node {missing[0]}: not reachable from the root (node 0)")
+    _check_feasible(forest, t, nodes, order)
+
+
+def _topological_order(t: int, nodes: Sequence[TreeNode]) -> list[int]:
+    """Nodes reachable from the root, parents before children; raises on a cycle."""
+    state = [0] * len(nodes)  # 0 new, 1 on stack, 2 done
+    post: list[int] = []
+    stack: list[tuple[int, int]] = [(0, 0)]
+    state[0] = 1
+    while stack:
+        k, i = stack.pop()
+        node = nodes[k]
+        children = node.branches if type(node) is Branching else ()
+        if i < len(children):
+            stack.append((k, i + 1))
+            child = children[i][1]
+            if state[child] == 1:
+                raise InputError(f"tree {t}, node {k}: branch {i} closes a cycle (child {child})")
+            if state[child] == 0:
+                state[child] = 1
+                stack.append((child, 0))
+        else:
+            state[k] = 2
+            post.append(k)
+    post.reverse()
+    return post
+
+
+def _check_feasible(forest: Forest, t: int, nodes: Sequence[TreeNode], order: list[int]) -> None:
+    """Along every path, a node's branches must cover exactly the feasible states (SPEC §2).
+
+    The feasible states of feature X at a node depend only on the X-tests above it, so the
+    set of masks reaching a node is propagated per feature (absent = all states).
+    """
+    contexts: dict[int, dict[int, set[int]]] = {0: {}}
+    for k in order:
+        ctx = contexts.pop(k)
+        node = nodes[k]
+        if type(node) is Leaf:
+            continue
+        feature = forest.features[node.feature]
+        cover = 0
+        for mask, _ in node.branches:
+            cover |= mask
+        for feasible in ctx.get(node.feature, {feature.full}):
+            if feasible != cover:
+                raise InputError(
+                    f"tree {t}, node {k}: branches on {feature.name!r} cover {_names(feature, cover)}"
+                    f" but the states feasible there are {_names(feature, feasible)}")
+        for mask, child in node.branches:
+            sub = dict(ctx)
+            sub[node.feature] = {mask}
+            target = contexts.get(child)
+            if target is None:
+                contexts[child] = {f: set(m) for f, m in sub.items()}
+                continue
+            for f in set(target) | set(sub):  # a path that never tests f allows all its states
+                full = forest.features[f].full
+                target.setdefault(f, {full}).update(sub.get(f, {full}))
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON (SPEC §5).
+
+
+class _Reader:
+    """Field access with error messages naming the place (``tree 2, node 5, field 'feature'``)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, problem: str) -> InputError:
+        prefix = f"{self.source}: " if self.source else ""
+        return InputError(f"{prefix}{where}: {problem}")
+
+    def get(self, obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+        if not isinstance(obj, dict):
+            raise self.fail(where, "expected a JSON object")
+        if key not in obj:
+            raise self.fail(where, f"missing field {key!r}")
+        value = obj[key]
+        if not isinstance(value, kind) or isinstance(value, bool) and bool not in _kinds(kind):
+            raise self.fail(where, f"field {key!r} must be {_kind_name(kind)}, "
+                                   f"not {type(value).__name__}")
+        return value
+
+    def only(self, obj: dict[str, Any], allowed: Iterable[str], where: str) -> None:
+        extra = sorted(set(obj) - set(allowed))
+        if extra:
+            raise self.fail(where, f"unknown field {extra[0]!r}")
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", float: "a number", list: "a list",
+             dict: "an object", bool: "a boolean"}
+    return " or ".join(names.get(k, k.__name__) for k in _kinds(kind))
+
+
+def forest_from_json(obj: Any, source: str = "") -> Forest:
+    """Parse and validate a ``rfcircuits.forest/1`` document."""
+    r = _Reader(source)
+    if not isinstance(obj, dict):
+        raise r.fail("forest", "expected a JSON object")
+    fmt = r.get(obj, "format", str, "forest")
+    if fmt != FOREST_FORMAT:
+        raise r.fail("forest", f"field 'format' must be {FOREST_FORMAT!r}, not {fmt!r}")
+    r.only(obj, ("format", "classes", "features", "trees", "meta"), "forest")
+    classes = r.get(obj, "classes", list, "forest")
+    for i, c in enumerate(classes):
+        if not isinstance(c, str):
+            raise r.fail(f"classes[{i}]", "class names must be strings")
+    features = []
+    for i, fobj in enumerate(r.get(obj, "features", list, "forest")):
+        where = f"features[{i}]"
+        name = r.get(fobj, "name", str, where)
+        where = f"feature {name!r}"
+        if "thresholds" in fobj and "states" in fobj:
+            raise r.fail(where, "give either 'states' or 'thresholds', not both")
+        if "thresholds" in fobj:
+            r.only(fobj, ("name", "thresholds"), where)
+            ts = r.get(fobj, "thresholds", list, where)
+            for t in ts:
+                if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+                    raise r.fail(where, f"thresholds must be finite numbers, found {t!r}")
+            if ts != sorted(set(ts)):
+                raise r.fail(where, "thresholds must be strictly increasing")
+            features.append(Feature.numeric(name, ts))
+        else:
+            r.only(fobj, ("name", "states"), where)
+            states = r.get(fobj, "states", list, where)
+            for s in states:
+                if not isinstance(s, str):
+                    raise r.fail(where, f"state names must be strings, found {s!r}")
+            features.append(Feature.categorical(name, states))
+    index = {f.name: i for i, f in enumerate(features)}
+    class_index = {c: i for i, c in enumerate(classes)}
+    trees = []
+    for t, tobj in enumerate(r.get(obj, "trees", list, "forest")):
+        r.only(tobj if isinstance(tobj, dict) else {}, ("nodes",), f"tree {t}")
+        nodes: list[TreeNode] = []
+        for k, nobj in enumerate(r.get(tobj, "nodes", list, f"tree {t}")):
+            where = f"tree {t}, node {k}"
+            if not isinstance(nobj, dict):
+                raise r.fail(where, "expected a JSON object")
+            if "class" in nobj:
+                r.only(nobj, ("class",), where)
+                label = r.get(nobj, "class", str, where)
+                if label not in class_index:
+                    raise r.fail(where, f"unknown class {label!r}")
+                nodes.append(Leaf(class_index[label]))
+                continue
+            r.only(nobj, ("feature", "branches"), where)
+            fname = r.get(nobj, "feature", str, where)
+            if fname not in index:
+                raise r.fail(where, f"unknown feature {fname!r}")
+            feature = features[index[fname]]
+            branches = []
+            for b, bobj in enumerate(r.get(nobj, "branches", list, where)):
+                bwhere = f"{where}, branch {b}"
+                if not (isinstance(bobj, list) and len(bobj) == 2 and isinstance(bobj[0], list)):
+                    raise r.fail(bwhere, "expected [[state indices], child index]")
+                states, child = bobj
+                if isinstance(child, bool) or not isinstance(child, int):
+                    raise r.fail(bwhere, f"child must be a node index, not {child!r}")
+                mask = 0
+                for s in states:
+                    if isinstance(s, bool) or not isinstance(s, int):
+                        raise r.fail(bwhere, f"state indices must be integers, found {s!r}")
+                    if not 0 <= s < feature.n_states:
+                        raise r.fail(bwhere, f"state index {s} out of range for feature "
+                                             f"{fname!r} ({feature.n_states} states)")
+                    if mask >> s & 1:
+                        raise r.fail(bwhere, f"state index {s} listed twice")
+                    mask |= 1 << s
+                branches.append((mask, child))
+            nodes.append(Branching(index[fname], tuple(branches)))
+        trees.append(Tree(tuple(nodes)))
+    try:
+        return Forest(tuple(features), tuple(classes), tuple(trees))
+    except InputError as exc:
+        raise r.fail("forest", str(exc)) from None
+
+
+def load_json_file(path: str | os.PathLike[str]) -> Any:
+    """Read a JSON document; errors name the file (and line/column for syntax errors)."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, expected a file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
+                         f"{exc.msg}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def load_forest(path: str | os.PathLike[str]) -> Forest:
+    """Load and validate a forest file."""
+    return forest_from_json(load_json_file(path), source=os.fspath(path))
+
+
+def save_forest(forest: Forest, path: str | os.PathLike[str]) -> None:
+    write_json(path, forest.to_json())
+
+
+# ---------------------------------------------------------------------------------------------
+# Instances (SPEC §5): {"name": state name, or a raw number for a numeric feature}.
+
+
+def parse_instance(forest: Forest, obj: Any, where: str = "instance") -> Instance:
+    """State indices of an instance given as ``{feature name: state name or number}``."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected a JSON object mapping feature names to values")
+    unknown = [k for k in obj if k not in forest.feature_index]
+    if unknown:
+        raise InputError(f"{where}: unknown feature {unknown[0]!r}")
+    missing = [f.name for f in forest.features if f.name not in obj]
+    if missing:
+        raise InputError(f"{where}: missing feature {missing[0]!r}")
+    return tuple(_state_of(f, obj[f.name], where) for f in forest.features)
+
+
+def _state_of(feature: Feature, value: Any, where: str) -> int:
+    if isinstance(value, str):
+        try:
+            return feature.states.index(value)
+        except ValueError:
+            kind = "an interval state name or a number" if feature.is_numeric else "a state name"
+            raise InputError(f"{where}, feature {feature.name!r}: {value!r} is not {kind} "
+                             f"(states: {', '.join(feature.states)})") from None
+    if feature.is_numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if math.isnan(value):
+            raise InputError(f"{where}, feature {feature.name!r}: NaN is not a value")
+        return feature.state_of_value(float(value))
+    expected = "a number or an interval state name" if feature.is_numeric else "a state name"
+    raise InputError(f"{where}, feature {feature.name!r}: expected {expected}, "
+                     f"not {json.dumps(value)}")
+
+
+def instance_to_json(forest: Forest, x: Sequence[int]) -> dict[str, str]:
+    """An instance as ``{feature name: state name}`` in feature order."""
+    return {f.name: f.states[s] for f, s in zip(forest.features, x)}
+
+
+def load_instances(path: str | os.PathLike[str], forest: Forest) -> list[Instance]:
+    """Instances from a JSON Lines file; errors name the file and line."""
+    path = os.fspath(path)
+    out = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}, line {n}: invalid JSON ({exc.msg})") from None
+        out.append(parse_instance(forest, obj, where=f"{path}, line {n}"))
+    return out

@@ -1,0 +1,81 @@
+"""Literals, terms and clauses, and their canonical order and JSON form (SPEC §1, §5).
+
+A literal is ``(feature index, state mask)`` with ``0 < mask < full``; a term or a clause is
+a tuple of literals on distinct features sorted by feature index (the same representation
+serves both; the container says which). A set of terms/clauses is canonically a list sorted
+by ``[[feature index, [state indices]] for each literal]`` compared as Python lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from core.forest import Forest, mask_states
+
+Literal = tuple[int, int]
+Term = tuple[Literal, ...]
+Clause = tuple[Literal, ...]
+
+
+def make(literals: Iterable[Literal]) -> Term:
+    """A term/clause from literals on distinct features (sorted by feature)."""
+    out = tuple(sorted(literals))
+    for a, b in zip(out, out[1:]):
+        if a[0] == b[0]:
+            raise ValueError(f"two literals on feature {a[0]}")
+    return out
+
+
+def sort_key(term: Term) -> list[list[Any]]:
+    """SPEC §5 sort key of a term or clause."""
+    return [[f, mask_states(m)] for f, m in term]
+
+
+def canonical(items: Iterable[Term]) -> tuple[Term, ...]:
+    """A set of terms/clauses, deduplicated and in SPEC §5 order."""
+    return tuple(sorted(set(items), key=sort_key))
+
+
+def variables(term: Term) -> int:
+    """The features a term/clause mentions, as a bitmask."""
+    v = 0
+    for f, _ in term:
+        v |= 1 << f
+    return v
+
+
+def simple(x: Sequence[int], features: int) -> Term:
+    """The term/clause of instance literals ``{x[X]}`` on the features of a bitmask."""
+    out = []
+    f = 0
+    while features:
+        if features & 1:
+            out.append((f, 1 << x[f]))
+        features >>= 1
+        f += 1
+    return tuple(out)
+
+
+def literal_json(forest: Forest, lit: Literal) -> dict[str, Any]:
+    feature = forest.features[lit[0]]
+    return {"feature": feature.name, "states": [feature.states[s] for s in mask_states(lit[1])]}
+
+
+def term_json(forest: Forest, term: Term) -> list[dict[str, Any]]:
+    return [literal_json(forest, lit) for lit in term]
+
+
+def terms_json(forest: Forest, items: Iterable[Term]) -> list[list[dict[str, Any]]]:
+    return [term_json(forest, t) for t in canonical(items)]
+
+
+def term_text(forest: Forest, term: Term, joiner: str = " ∧ ") -> str:
+    """Readable form: ``Age=>=55 ∧ BType∈{A,B}``."""
+    parts = []
+    for f, m in term:
+        feature = forest.features[f]
+        names = [feature.states[s] for s in mask_states(m)]
+        parts.append(f"{feature.name}={names[0]}" if len(names) == 1
+                     else f"{feature.name}∈{{{','.join(names)}}}")
+    return joiner.join(parts) if parts else ("true" if joiner.strip() == "∧" else "false")

@@ -1,0 +1,120 @@
+"""Random small forests and instances for differential testing (fuzz and property tests).
+
+:func:`random_forest` draws everything from a ``random.Random``: a seeded one replays the
+same case (``rfcircuits fuzz --seed``); hypothesis' ``st.randoms()`` makes the draws
+shrinkable in property tests (:func:`forests`). Forests mix numeric and categorical
+features, re-tests of a feature on its feasible states, shared subtrees (DAGs), single-leaf
+trees, classes no leaf votes for, and few trees so that ties are common.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, mask_states
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size bounds of generated forests."""
+
+    max_features: int = 4
+    max_states: int = 4
+    max_trees: int = 7
+    max_classes: int = 3
+    max_depth: int = 4
+
+
+def random_forest(rng: random.Random, limits: Limits = Limits()) -> Forest:
+    """A random valid forest within ``limits``."""
+    n_features = rng.randint(1, limits.max_features)
+    features = []
+    for i in range(n_features):
+        n_states = rng.randint(2, max(2, limits.max_states))
+        if rng.random() < 0.5:
+            ts = sorted(rng.sample(range(1, 100), n_states - 1))
+            features.append(Feature.numeric(f"x{i}", [t / 10 for t in ts]))
+        else:
+            features.append(Feature.categorical(f"f{i}", [f"s{j}" for j in range(n_states)]))
+    n_classes = rng.randint(2, max(2, limits.max_classes))
+    classes = [f"c{i}" for i in range(n_classes)]
+    n_trees = rng.randint(1, limits.max_trees)
+    trees = [_random_tree(rng, features, n_classes, limits.max_depth) for _ in range(n_trees)]
+    return Forest(tuple(features), tuple(classes), tuple(trees))
+
+
+def _random_tree(rng: random.Random, features: Sequence[Feature], n_classes: int,
+                 max_depth: int) -> Tree:
+    nodes: list[TreeNode | None] = []
+    tested: list[int] = []  # per node: bitmask of features tested in its subtree
+
+    def build(feasible: list[int], depth: int) -> int:
+        # Depth is bounded by max_depth, so this recursion is shallow.
+        choices = [f for f, m in enumerate(feasible) if bin(m).count("1") >= 2]
+        if not choices or depth >= max_depth or rng.random() < 0.2 + 0.15 * depth:
+            nodes.append(Leaf(rng.randrange(n_classes)))
+            tested.append(0)
+            return len(nodes) - 1
+        f = rng.choice(choices)
+        groups = _partition(rng, mask_states(feasible[f]), features[f].is_numeric)
+        slot = len(nodes)
+        nodes.append(None)
+        tested.append(0)
+        branches: list[tuple[int, int]] = []
+        below = 1 << f
+        for group in groups:
+            reusable = [c for _, c in branches if not tested[c] >> f & 1]
+            if reusable and rng.random() < 0.25:
+                child = rng.choice(reusable)  # a shared child (DAG) must not re-test f
+            else:
+                sub = list(feasible)
+                sub[f] = group
+                child = build(sub, depth + 1)
+            below |= tested[child]
+            branches.append((group, child))
+        nodes[slot] = Branching(f, tuple(branches))
+        tested[slot] = below
+        return slot
+
+    build([f.full for f in features], 0)
+    return Tree(tuple(nodes))  # type: ignore[arg-type]
+
+
+def _partition(rng: random.Random, states: list[int], numeric: bool) -> list[int]:
+    """Split feasible states into 2+ non-empty groups (contiguous runs for numeric features)."""
+    k = rng.randint(2, min(3, len(states)))
+    if numeric:
+        cuts = sorted(rng.sample(range(1, len(states)), k - 1))
+        runs = [states[a:b] for a, b in zip([0] + cuts, cuts + [len(states)])]
+    else:
+        shuffled = list(states)
+        rng.shuffle(shuffled)
+        cuts = sorted(rng.sample(range(1, len(states)), k - 1))
+        runs = [shuffled[a:b] for a, b in zip([0] + cuts, cuts + [len(shuffled)])]
+    return [sum(1 << s for s in run) for run in runs]
+
+
+def random_instance(rng: random.Random, forest: Forest) -> Instance:
+    return tuple(rng.randrange(f.n_states) for f in forest.features)
+
+
+def forests(limits: Limits = Limits()):  # -> SearchStrategy[Forest]
+    """Hypothesis strategy of random forests (draws are shrinkable)."""
+    from hypothesis import strategies as st
+
+    return st.builds(random_forest, st.randoms(use_true_random=False), st.just(limits))
+
+
+def forest_and_instance(limits: Limits = Limits()):  # -> SearchStrategy[tuple[Forest, Instance]]
+    """Hypothesis strategy of a forest with one of its instances."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw(draw_fn):  # type: ignore[no-untyped-def]
+        forest = draw_fn(forests(limits))
+        x = tuple(draw_fn(st.integers(0, f.n_states - 1)) for f in forest.features)
+        return forest, x
+
+    return draw()
