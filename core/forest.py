@@ -272,15 +272,17 @@ def _check_tree(forest: Forest, t: int, tree: Tree) -> None:
             seen |= mask
             if not 0 <= child < len(nodes):
                 raise InputError(f"{where}, branch {b}: child {child} is not a node of the tree")
-    order = _topological_order(t, nodes)
+    order = topological_order(nodes, t)
     if len(order) != len(nodes):
         missing = sorted(set(range(len(nodes))) - set(order))
         raise InputError(f"tree {t}, node {missing[0]}: not reachable from the root (node 0)")
     _check_feasible(forest, t, nodes, order)
 
 
-def _topological_order(t: int, nodes: Sequence[TreeNode]) -> list[int]:
-    """Nodes reachable from the root, parents before children; raises on a cycle."""
+def topological_order(nodes: Sequence[TreeNode], t: int = 0) -> list[int]:
+    """Nodes of tree ``t`` reachable from the root, parents before children (iterative DFS).
+
+    Raises :class:`InputError` on a cycle."""
     state = [0] * len(nodes)  # 0 new, 1 on stack, 2 done
     post: list[int] = []
     stack: list[tuple[int, int]] = [(0, 0)]
@@ -414,6 +416,11 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
                 if not isinstance(s, str):
                     raise r.fail(where, f"state names must be strings, found {s!r}")
             features.append(Feature.categorical(name, states))
+    try:  # names must be unique before trees can refer to them
+        _unique("classes", classes)
+        _unique("features", [f.name for f in features])
+    except InputError as exc:
+        raise r.fail("forest", str(exc)) from None
     index = {f.name: i for i, f in enumerate(features)}
     class_index = {c: i for i, c in enumerate(classes)}
     trees = []

@@ -1,0 +1,157 @@
+"""Class formulas of a forest through sorting networks (paper Alg. 3; SPEC §2).
+
+``R^i`` is a conjunction of pairwise vote comparisons (:func:`comparisons`): under ties
+``first`` ``R^i = ∧_{j<i}[v_i > v_j] ∧ ∧_{j>i}[v_i >= v_j]``, under ``all`` every comparison is
+``>=``. A comparison is one output of an odd-even network (:mod:`core.sortnet`):
+
+- two classes: the network over ``C^i_1..C^i_n``; ``v_i >= v_j`` iff ``v_i >= ⌈n/2⌉`` and
+  ``v_i > v_j`` iff ``v_i >= ⌊n/2⌋+1`` (every tree votes for one of the two classes);
+- more classes: the network over the sorted pairs ``(¬C^j_l, C^i_l)`` (first layer skipped,
+  paper footnote) counts ``v_i + (n - v_j)``, so output ``y_n`` is ``[v_i >= v_j]`` and
+  ``y_{n+1}`` is ``[v_i > v_j]``.
+
+:func:`pair_outputs` is generic over the comparator operations, so the same plan drives NNF
+circuits here and decision graphs in :mod:`core.dgcompile`. :func:`compile_nnf` is Alg. 3
+with NNF gates; tree formulas and their negations come from :func:`tree_formulas` in time
+linear in the tree (closed form of Darwiche & Ji 2022: a branch contributes
+``[X ∈ S_k] ∧ C(child)``; the negation swaps the leaves because the branches partition the
+feasible states).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from core.forest import Branching, Forest, Tree, check_ties, topological_order
+from core.nnf import FALSE, TRUE, NNF
+from core.sortnet import evaluate, network
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``[v_i > v_j]`` when ``strict``, else ``[v_i >= v_j]``."""
+
+    i: int
+    j: int
+    strict: bool
+
+
+def comparisons(i: int, n_classes: int, ties: str) -> list[Comparison]:
+    """The comparisons whose conjunction is ``R^i`` (SPEC §2)."""
+    check_ties(ties)
+    return [Comparison(i, j, ties == "first" and j < i) for j in range(n_classes) if j != i]
+
+
+@dataclass(frozen=True)
+class Ops(Generic[T]):
+    """Comparator operations: ``max`` is ∨, ``min`` is ∧, ``false`` pads the network."""
+
+    max: Callable[[T, T], T]
+    min: Callable[[T, T], T]
+    false: T
+
+
+def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int, j: int,
+                 strict: Sequence[bool], ops: Ops[T]) -> list[T]:
+    """``[v_i >= v_j]`` / ``[v_i > v_j]`` (per ``strict`` flag) from one network evaluation.
+
+    ``pos[c][l]`` is ``C^c_l`` and ``neg[c][l]`` is ``¬C^c_l``; outputs share their cone.
+    """
+    n = len(pos[i])
+    if len(pos) == 2:
+        wanted = [n // 2 + 1 if s else (n + 1) // 2 for s in strict]
+        return evaluate(network(n), list(pos[i]), wanted, ops.max, ops.min, ops.false)
+    inputs = [v for l in range(n) for v in (neg[j][l], pos[i][l])]
+    wanted = [n + 1 if s else n for s in strict]
+    return evaluate(network(2 * n, presorted_pairs=True), inputs, wanted, ops.max, ops.min,
+                    ops.false)
+
+
+def tree_formulas(tree: Tree, n_classes: int, leaf: Callable[[bool], T],
+                  branch: Callable[[int, Sequence[tuple[int, T]]], T]) -> tuple[list[T], list[T]]:
+    """``(C^c, ¬C^c for every class c)`` of one tree, bottom-up over its nodes.
+
+    ``branch(feature, [(mask, child value), ...])`` builds a node from its branches.
+    """
+    pos: dict[int, list[T]] = {}
+    neg: dict[int, list[T]] = {}
+    yes, no = leaf(True), leaf(False)
+    for k in reversed(topological_order(tree.nodes)):
+        node = tree.nodes[k]
+        if type(node) is Branching:
+            pos[k] = [branch(node.feature, [(m, pos[ch][c]) for m, ch in node.branches])
+                      for c in range(n_classes)]
+            neg[k] = [branch(node.feature, [(m, neg[ch][c]) for m, ch in node.branches])
+                      for c in range(n_classes)]
+        else:
+            pos[k] = [yes if c == node.label else no for c in range(n_classes)]
+            neg[k] = [no if c == node.label else yes for c in range(n_classes)]
+    return pos[0], neg[0]
+
+
+def per_class(forest: Forest, leaf: Callable[[bool], T],
+              branch: Callable[[int, Sequence[tuple[int, T]]], T]) -> tuple[list[list[T]], list[list[T]]]:
+    """``pos[c][l] = C^c_l`` and ``neg[c][l] = ¬C^c_l`` for every class and tree."""
+    k = len(forest.classes)
+    pos: list[list[T]] = [[] for _ in range(k)]
+    neg: list[list[T]] = [[] for _ in range(k)]
+    for tree in forest.trees:
+        p, q = tree_formulas(tree, k, leaf, branch)
+        for c in range(k):
+            pos[c].append(p[c])
+            neg[c].append(q[c])
+    return pos, neg
+
+
+@dataclass
+class NNFCompilation:
+    """Class formulas as roots in one NNF manager (Alg. 3)."""
+
+    nnf: NNF
+    roots: list[int]
+    seconds: list[float]
+
+    def nodes(self, c: int) -> int:
+        return len(self.nnf.reachable([self.roots[c]]))
+
+    def total_nodes(self) -> int:
+        return len(self.nnf.reachable(self.roots))
+
+
+def compile_nnf(forest: Forest, ties: str = "first",
+                progress: Callable[[int, int], None] | None = None) -> NNFCompilation:
+    """Paper Alg. 3: every class formula ``R^c`` as an NNF circuit.
+
+    ``progress(done, total)`` is called after each comparison network. Per-class seconds
+    include an even share of the tree-formula stage, so they add up to the total.
+    """
+    check_ties(ties)
+    start = time.perf_counter()
+    nnf = NNF(forest.features)
+
+    def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
+        return nnf.disj(nnf.and2(nnf.literal(f, m), child) for m, child in kids)
+
+    pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, branch)
+    k = len(forest.classes)
+    shared = (time.perf_counter() - start) / k
+    ops: Ops[int] = Ops(nnf.or2, nnf.and2, FALSE)
+    plans = [comparisons(c, k, ties) for c in range(k)]
+    total, done = sum(len(p) for p in plans), 0
+    roots, seconds = [], []
+    for plan in plans:
+        t0 = time.perf_counter()
+        parts = []
+        for cmp in plan:
+            parts.append(pair_outputs(pos, neg, cmp.i, cmp.j, [cmp.strict], ops)[0])
+            done += 1
+            if progress:
+                progress(done, total)
+        roots.append(nnf.conj(parts))
+        seconds.append(time.perf_counter() - t0 + shared)
+    return NNFCompilation(nnf, roots, seconds)

@@ -1,0 +1,148 @@
+"""The native engine's commands of the ``rfcircuits`` CLI (SPEC §6): train, compile, demo, bench.
+
+:func:`add_commands` registers them on an argparse sub-parser; :func:`run` executes a parsed
+command with the CLI's error policy: bad input → one message on stderr and exit 2, never a
+traceback; Ctrl-C → exit 130 after finished results were written. The console script lives
+in :mod:`crosscheck.cli`, which adds the oracle commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from core.atomicio import atomic_open, write_json
+from core.errors import BudgetExceeded, InputError
+from core.forest import TIES, load_forest, save_forest
+from core.progress import Progress
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_commands(sub: Any) -> None:
+    """Register train, compile, demo and bench."""
+    p = sub.add_parser("train", help="train a scikit-learn random forest on a CSV file")
+    p.add_argument("--data", required=True, help="CSV file with a header row")
+    p.add_argument("--target", help="label column (default: the last column)")
+    p.add_argument("--trees", type=int, default=10)
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="forest file to write (rfcircuits.forest/1)")
+    p.add_argument("--test-out", help="also write the 15%% test rows as instances (JSON Lines)")
+    p.set_defaults(handler=cmd_train)
+
+    p = sub.add_parser("compile", help="compile class formulas into circuits")
+    p.add_argument("--forest", required=True)
+    p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
+                   help="nnf: Alg. 3; dg-conj: Alg. 3B; dg: Alg. 3A")
+    p.add_argument("--ties", choices=TIES, default="first")
+    p.add_argument("--out", help="directory for one circuit file per class")
+    p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
+    p.add_argument("--max-nodes", type=int, help="stop a decision-graph compile beyond N nodes")
+    p.add_argument("--timeout", type=float, help="stop a decision-graph compile after S seconds")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_compile)
+
+    p = sub.add_parser("demo", help="train, compile and explain a forest on bundled data")
+    p.set_defaults(handler=cmd_demo)
+
+    p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
+    p.add_argument("what", choices=("compile", "explain"))
+    p.add_argument("--data-dir", required=True, help="directory with the datasets' CSV files")
+    p.add_argument("--datasets", help="comma list (default: all of the table)")
+    p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf")
+    p.add_argument("--trees", type=int, help="override the tables' number of trees")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="one JSON object per dataset")
+    p.set_defaults(handler=cmd_bench)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed command under the CLI's error policy."""
+    try:
+        return int(args.handler(args))
+    except InputError as exc:
+        print(f"rfcircuits {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BudgetExceeded as exc:
+        print(f"rfcircuits {args.command}: stopped: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"rfcircuits {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from core.forest import instance_to_json
+    from core.train import load_csv, train_forest
+
+    data = load_csv(args.data, args.target)
+    trained = train_forest(data, args.trees, args.depth, args.seed)
+    save_forest(trained.forest, args.out)
+    if args.test_out:
+        with atomic_open(args.test_out) as handle:
+            for x in trained.test_instances:
+                handle.write(json.dumps(instance_to_json(trained.forest, x), ensure_ascii=False) + "\n")
+    n = len(trained.test_instances)
+    print(f"{data.name}: {args.trees} trees, depth {args.depth}, {trained.forest.n_nodes} nodes; "
+          f"{n} test rows")
+    print(f"accuracy (hard-majority vote): {100 * trained.accuracy:.2f}%")
+    print(f"vote agrees with sklearn predict: {100 * trained.vote_agreement:.2f}% of test rows")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def safe_name(index: int, name: str) -> str:
+    """A file-name stem for class ``index`` (names may hold any character)."""
+    return f"R{index}-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)[:60]}"
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    forest = load_forest(args.forest)
+    if args.form != "nnf":
+        from core.dgcompile import compile_dg_command
+
+        return compile_dg_command(forest, args)
+    from core.classformula import compile_nnf
+
+    with Progress("networks", enabled=not args.no_progress) as progress:
+        comp = compile_nnf(forest, args.ties, progress=progress)
+    result = {
+        "form": "nnf", "ties": args.ties,
+        "classes": {name: {"nodes": comp.nodes(c), "seconds": round(comp.seconds[c], 6)}
+                    for c, name in enumerate(forest.classes)},
+        "total_nodes": comp.total_nodes(),
+        "total_seconds": round(sum(comp.seconds), 6),
+    }
+    if args.out:
+        for c, name in enumerate(forest.classes):
+            path = os.path.join(args.out, safe_name(c, name) + ".nnf.json")
+            write_json(path, comp.nnf.to_json(comp.roots[c], forest, name, args.ties))
+            if args.dot:
+                with atomic_open(path[:-len(".json")] + ".dot") as handle:
+                    handle.write(comp.nnf.to_dot([comp.roots[c]]))
+    print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from core.demo import run_demo
+
+    return run_demo()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from core.bench import run_bench
+
+    return run_bench(args)
+

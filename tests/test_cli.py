@@ -1,0 +1,78 @@
+"""The CLI: train, compile, demo and bench, and the bad-input policy (exit 2, no traceback)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from sklearn.datasets import load_iris
+
+from crosscheck.cli import main
+from crosscheck.spec_examples import SUSAN_FOREST
+
+
+@pytest.fixture
+def iris_csv(tmp_path):
+    bunch = load_iris()
+    path = tmp_path / "iris.csv"
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["sl", "sw", "pl", "pw", "target"])
+        for row, label in zip(bunch.data, bunch.target):
+            writer.writerow([*row, label])
+    return path
+
+
+def test_train_then_compile(tmp_path, iris_csv, capsys):
+    forest = tmp_path / "iris.forest.json"
+    tests = tmp_path / "test.jsonl"
+    assert main(["train", "--data", str(iris_csv), "--trees", "5", "--depth", "3", "--seed", "1",
+                 "--out", str(forest), "--test-out", str(tests)]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy (hard-majority vote)" in out and "vote agrees with sklearn predict" in out
+    assert len(tests.read_text().splitlines()) == 23
+    outdir = tmp_path / "circuits"
+    assert main(["compile", "--forest", str(forest), "--form", "nnf", "--out", str(outdir),
+                 "--no-progress"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["form"] == "nnf" and result["ties"] == "first"
+    assert set(result["classes"]) == {"0", "1", "2"}
+    assert result["total_nodes"] <= sum(c["nodes"] for c in result["classes"].values())
+    files = sorted(p.name for p in outdir.iterdir())
+    assert files == ["R0-0.nnf.json", "R1-1.nnf.json", "R2-2.nnf.json"]
+    doc = json.loads((outdir / files[0]).read_text())
+    assert doc["format"] == "rfcircuits.nnf/1" and doc["class"] == "0"
+
+
+def test_bad_forest_exits_2_with_a_message(tmp_path, capsys):
+    doc = json.loads(json.dumps(SUSAN_FOREST))
+    doc["trees"][0]["nodes"][5]["branches"][1][0] = [3]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    assert main(["compile", "--forest", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "tree 0, node 5" in err and "Traceback" not in err
+    path.write_text("[1, 2")
+    assert main(["compile", "--forest", str(path), "--no-progress"]) == 2
+    assert "invalid JSON" in capsys.readouterr().err
+
+
+def test_train_rejects_non_numeric_csv(tmp_path, capsys):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b,target\n1,x,0\n2,3,1\n")
+    assert main(["train", "--data", str(path), "--out", str(tmp_path / "f.json")]) == 2
+    assert "line 2, column 'b': 'x' is not a number" in capsys.readouterr().err
+    assert not (tmp_path / "f.json").exists()
+
+
+def test_bench_reports_missing_data(tmp_path, capsys):
+    assert main(["bench", "compile", "--data-dir", str(tmp_path), "--datasets", "iris"]) == 2
+    assert "no dataset file" in capsys.readouterr().err
+    assert main(["bench", "compile", "--data-dir", str(tmp_path), "--datasets", "nope"]) == 2
+
+
+def test_demo_runs(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "iris" in out and "NNF" in out
