@@ -19,7 +19,7 @@ import bisect
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,36 +307,53 @@ def topological_order(nodes: Sequence[TreeNode], t: int = 0) -> list[int]:
 
 
 def _check_feasible(forest: Forest, t: int, nodes: Sequence[TreeNode], order: list[int]) -> None:
-    """Along every path, a node's branches must cover exactly the feasible states (SPEC §2).
+    """Along every path, a node's branches must cover exactly the feasible states (SPEC §2)."""
+    problem = weak_test_once_violation(
+        order, [0], lambda k: (nodes[k].feature, nodes[k].branches)  # type: ignore[union-attr]
+        if type(nodes[k]) is Branching else None, [f.full for f in forest.features])
+    if problem is not None:
+        k, f, cover, feasible = problem
+        feature = forest.features[f]
+        raise InputError(
+            f"tree {t}, node {k}: branches on {feature.name!r} cover {_names(feature, cover)}"
+            f" but the states feasible there are {_names(feature, feasible)}")
 
-    The feasible states of feature X at a node depend only on the X-tests above it, so the
-    set of masks reaching a node is propagated per feature (absent = all states).
+
+def weak_test_once_violation(
+        order: Sequence[int], roots: Sequence[int],
+        test_of: Callable[[int], tuple[int, Sequence[tuple[int, int]]] | None],
+        full: Sequence[int]) -> tuple[int, int, int, int] | None:
+    """The first node whose branch states differ from its feature's feasible states on some
+    path, as ``(node, feature, covered mask, feasible mask)``; None for a weak test-once graph.
+
+    ``order`` lists the nodes below ``roots`` parents first; ``test_of(n)`` is ``(feature,
+    branches)`` or None for a leaf. The feasible states of X at a node depend only on the
+    X-tests above it, so the set of masks reaching a node is propagated per feature (a feature
+    absent from a context is unconstrained).
     """
-    contexts: dict[int, dict[int, set[int]]] = {0: {}}
+    contexts: dict[int, dict[int, set[int]]] = {r: {} for r in roots}
     for k in order:
-        ctx = contexts.pop(k)
-        node = nodes[k]
-        if type(node) is Leaf:
+        ctx = contexts.pop(k, {})
+        test = test_of(k)
+        if test is None:
             continue
-        feature = forest.features[node.feature]
+        f, branches = test
         cover = 0
-        for mask, _ in node.branches:
+        for mask, _ in branches:
             cover |= mask
-        for feasible in ctx.get(node.feature, {feature.full}):
+        for feasible in ctx.get(f, {full[f]}):
             if feasible != cover:
-                raise InputError(
-                    f"tree {t}, node {k}: branches on {feature.name!r} cover {_names(feature, cover)}"
-                    f" but the states feasible there are {_names(feature, feasible)}")
-        for mask, child in node.branches:
+                return k, f, cover, feasible
+        for mask, child in branches:
             sub = dict(ctx)
-            sub[node.feature] = {mask}
+            sub[f] = {mask}
             target = contexts.get(child)
             if target is None:
-                contexts[child] = {f: set(m) for f, m in sub.items()}
+                contexts[child] = {g: set(m) for g, m in sub.items()}
                 continue
-            for f in set(target) | set(sub):  # a path that never tests f allows all its states
-                full = forest.features[f].full
-                target.setdefault(f, {full}).update(sub.get(f, {full}))
+            for g in set(target) | set(sub):  # a path that never tests g allows all its states
+                target.setdefault(g, {full[g]}).update(sub.get(g, {full[g]}))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

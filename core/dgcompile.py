@@ -1,0 +1,238 @@
+"""Tractable class formulas: Alg. 3B (conjunction of decision graphs) and Alg. 3A (one graph).
+
+The plan of :mod:`core.classformula` (which comparisons make ``R^i``, which network output is
+each comparison) runs with :class:`core.apply.Apply` as the comparator: ``max`` is Apply-∨ and
+``min`` Apply-∧. Inputs are the trees' ``C^c_l`` and ``¬C^c_l`` as decision graphs:
+
+- ``apply="ordered"`` (default): each tree formula is built with the closed form
+  ``∨_k ([X ∈ S_k] ∧ C(child))`` in ordered Apply under a global feature order, so every graph
+  is ordered (test-once) and the fast path of :mod:`core.apply` applies throughout;
+- ``apply="generic"``: each tree is copied node for node (trees are weak test-once; re-tests
+  keep only feasible states) and combined with paper Alg. 4.
+
+A decision graph negates by swapping leaves, so one network per unordered class pair ``a < b``
+serves both classes: ``[v_b > v_a] = ¬[v_a >= v_b]`` and ``[v_b >= v_a] = ¬[v_a > v_b]``.
+Alg. 3B keeps ``R^i`` as the list of its comparison graphs (their conjunction); Alg. 3A
+conjoins them with Apply into one graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from core.apply import Apply
+from core.classformula import Ops, comparisons, pair_outputs, per_class
+from core.dgraph import FALSE, TRUE, DG
+from core.forest import Branching, Forest, check_ties, topological_order
+
+ORDERS = ("depth", "index", "usage")
+
+
+def feature_order(forest: Forest, how: str = "depth") -> list[int]:
+    """A global feature order: ``depth`` puts features tested near the roots first (by mean
+    test depth, then by use), ``usage`` the most tested first, ``index`` the forest's order."""
+    k = len(forest.features)
+    if how == "index":
+        return list(range(k))
+    uses = [0] * k
+    depth_sum = [0] * k
+    for tree in forest.trees:
+        depth = [0] * len(tree.nodes)  # length of the shortest path from the root
+        for n in topological_order(tree.nodes):
+            node = tree.nodes[n]
+            if type(node) is not Branching:
+                continue
+            uses[node.feature] += 1
+            depth_sum[node.feature] += depth[n]
+            for _, child in node.branches:
+                depth[child] = depth[n] + 1 if not depth[child] else min(depth[child], depth[n] + 1)
+    if how == "usage":
+        return sorted(range(k), key=lambda f: (-uses[f], f))
+    if how == "depth":
+        return sorted(range(k), key=lambda f: (depth_sum[f] / uses[f] if uses[f] else 1e9,
+                                               -uses[f], f))
+    raise ValueError(f"unknown order {how!r}: expected one of {', '.join(ORDERS)}")
+
+
+@dataclass
+class DGCompilation:
+    """Class formulas as decision graphs in one manager: ``roots[c]`` are R^c's conjuncts."""
+
+    dg: DG
+    form: str
+    roots: list[list[int]]
+    seconds: list[float]
+    tree_seconds: float
+    extra_3a_seconds: list[float] = field(default_factory=list)
+
+    def nodes(self, c: int) -> int:
+        return self.dg.size(self.roots[c])
+
+    def total_nodes(self) -> int:
+        return self.dg.size([r for rs in self.roots for r in rs])
+
+    def evaluate(self, c: int, x: Sequence[int]) -> bool:
+        return all(self.dg.evaluate(r, x) for r in self.roots[c])
+
+
+def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
+               apply: str = "ordered", order: str | Sequence[int] = "depth",
+               max_nodes: int | None = None, timeout: float | None = None,
+               progress: Callable[[int, int], None] | None = None) -> DGCompilation:
+    """Alg. 3B (``form="dg-conj"``) or Alg. 3A (``form="dg"``) for every class.
+
+    Per-class seconds: the shared tree stage split evenly, plus each pair network split
+    between its two classes, plus (3A) that class's final conjunction.
+    """
+    check_ties(ties)
+    if form not in ("dg", "dg-conj"):
+        raise ValueError(f"unknown form {form!r}")
+    if apply not in ("ordered", "generic"):
+        raise ValueError(f"unknown apply {apply!r}")
+    start = time.perf_counter()
+    k = len(forest.classes)
+    ranks = feature_order(forest, order) if isinstance(order, str) else list(order)
+    dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
+    ap = Apply(dg)
+    if apply == "ordered":
+        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
+            out = FALSE
+            for m, child in kids:
+                out = ap.ordered(1, out, ap.ordered(0, dg.literal(f, m), child))
+            return out
+    else:
+        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
+            return dg.node(f, kids)
+    pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, branch)
+    tree_seconds = time.perf_counter() - start
+    seconds = [tree_seconds / k] * k
+    ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE)
+    needed = _pair_plan(k, ties)
+    conjuncts: list[list[int]] = [[] for _ in range(k)]
+    for done, ((a, b), wants) in enumerate(needed.items(), start=1):
+        t0 = time.perf_counter()
+        graphs = pair_outputs(pos, neg, a, b, [strict for strict, _, _ in wants], ops)
+        for graph, (_, owner, negated) in zip(graphs, wants):
+            conjuncts[owner].append(dg.negate(graph) if negated else graph)
+        took = (time.perf_counter() - t0) / 2
+        seconds[a] += took
+        seconds[b] += took
+        dg.check_budget()
+        if progress:
+            progress(done, len(needed))
+    extra = [0.0] * k
+    if form == "dg":
+        for c in range(k):
+            t0 = time.perf_counter()
+            root = TRUE
+            for g in conjuncts[c]:
+                root = ap.conj(root, g)
+            conjuncts[c] = [root]
+            extra[c] = time.perf_counter() - t0
+            seconds[c] += extra[c]
+    return DGCompilation(dg, form, conjuncts, seconds, tree_seconds, extra)
+
+
+def _pair_plan(k: int, ties: str) -> dict[tuple[int, int], list[tuple[bool, int, bool]]]:
+    """Per class pair ``a < b``: the network outputs to compute, as ``(strict, owner class,
+    negated)``; ``[v_a >= v_b]`` belongs to a, its negation ``[v_b > v_a]`` to b, etc."""
+    plan: dict[tuple[int, int], list[tuple[bool, int, bool]]] = {}
+    for c in range(k):
+        for cmp in comparisons(c, k, ties):
+            if cmp.i < cmp.j:
+                plan.setdefault((cmp.i, cmp.j), []).append((cmp.strict, c, False))
+            else:  # [v_i ? v_j] with i > j is the negation of the opposite comparison
+                plan.setdefault((cmp.j, cmp.i), []).append((not cmp.strict, c, True))
+    return plan
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI and benchmark
+
+
+def compile_dg_command(forest: Forest, args: argparse.Namespace) -> int:
+    """``rfcircuits compile --form dg|dg-conj`` (SPEC §6)."""
+    from core.atomicio import atomic_open, write_json
+    from core.cli import safe_name
+    from core.progress import Progress
+
+    with Progress("pair networks", enabled=not args.no_progress) as progress:
+        comp = compile_dg(forest, args.ties, args.form, max_nodes=args.max_nodes,
+                          timeout=args.timeout, progress=progress)
+    result = {
+        "form": args.form, "ties": args.ties,
+        "classes": {name: {"nodes": comp.nodes(c), "seconds": round(comp.seconds[c], 6)}
+                    for c, name in enumerate(forest.classes)},
+        "total_nodes": comp.total_nodes(),
+        "total_seconds": round(sum(comp.seconds), 6),
+    }
+    if args.out:
+        for c, name in enumerate(forest.classes):
+            path = os.path.join(args.out, safe_name(c, name) + ".dg.json")
+            write_json(path, comp.dg.to_json(comp.roots[c], forest, name, args.ties))
+            if args.dot:
+                with atomic_open(path[:-len(".json")] + ".dot") as handle:
+                    handle.write(comp.dg.to_dot(comp.roots[c]))
+    print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+def bench_dg(args: argparse.Namespace) -> int:
+    """Table 2 (Alg. 3 vs 3B per class) or, with ``--form dg``, Table 4 (3A vs 3B)."""
+    from core import paper
+    from core.bench import Table, measure, ratio, selected, train
+    from core.classformula import compile_nnf
+
+    table4 = args.form == "dg"
+    ref_table = paper.TABLE4 if table4 else paper.TABLE2
+    if table4:
+        columns = [("dataset", "dataset", 13), ("t", "#T", 4), ("n_3b", "#N_3B", 9),
+                   ("paper_n_3b", "paper", 10), ("n_3a", "#N_3A", 9), ("paper_n_3a", "paper", 10),
+                   ("t_3b", "T_3B", 8), ("paper_t_3b", "paper", 7),
+                   ("t_3a_3b", "T_3A-3B", 8), ("paper_t_3a_3b", "paper", 7)]
+    else:
+        columns = [("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
+                   ("a", "%A", 6), ("n_3", "#N_3", 8), ("paper_n_3", "paper", 8),
+                   ("t_3", "T_3", 7), ("paper_t_3", "paper", 6), ("n_3b", "#N_3B", 9),
+                   ("paper_n_3b", "paper", 10), ("t_3b", "T_3B", 8), ("paper_t_3b", "paper", 7),
+                   ("t_ratio", "ratio", 7)]
+    out = Table(columns, args.json)
+    for name in selected(ref_table, args.datasets):
+        ref = ref_table[name]
+        trees = args.trees or int(ref["T"])
+        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
+        trained = train(args.data_dir, name, trees, args.seed)
+        forest = trained.forest
+        k = len(forest.classes)
+        same = trees == ref["T"]
+        row: dict[str, object] = {"dataset": name, "t": trees}
+        comp = compile_dg(forest, form="dg" if table4 else "dg-conj")
+        t_3b = (sum(comp.seconds) - sum(comp.extra_3a_seconds)) / k
+        if table4:
+            conj = compile_dg(forest, form="dg-conj")
+            row.update(n_3b=round(sum(conj.nodes(c) for c in range(k)) / k, 1),
+                       n_3a=round(sum(comp.nodes(c) for c in range(k)) / k, 1),
+                       t_3b=round(t_3b, 4), t_3a_3b=round(sum(comp.extra_3a_seconds) / k, 4))
+        else:
+            t3, nnf = measure(lambda: compile_nnf(forest))
+            row.update(n_rf=forest.n_nodes, a=round(100 * trained.accuracy, 2),
+                       n_3=round(sum(nnf.nodes(c) for c in range(k)) / k, 1),
+                       t_3=round(t3 / k, 4),
+                       n_3b=round(sum(comp.nodes(c) for c in range(k)) / k, 1),
+                       t_3b=round(t_3b, 4))
+            row["t_ratio"] = None if not same else ratio(t_3b, ref["T_3B"])
+        for key in list(row):
+            ref_key = {"n_3": "N_3", "t_3": "T_3", "n_3b": "N_3B", "t_3b": "T_3B",
+                       "n_3a": "N_3A", "t_3a_3b": "T_3A_3B"}.get(key)
+            if ref_key and ref_key in ref:
+                row["paper_" + key] = ref[ref_key] if same else None
+        if row.get("t_ratio") is not None:
+            row["t_ratio"] = round(row["t_ratio"], 4)  # type: ignore[arg-type]
+        out.row(row)
+    return 0
