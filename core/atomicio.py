@@ -15,8 +15,13 @@ from typing import IO, Any
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success."""
+def atomic_open(path: str | os.PathLike[str], mode: str = "w",
+                keep_partial: bool = False) -> Iterator[IO[Any]]:
+    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success.
+
+    With ``keep_partial``, an interrupt (Ctrl-C) also renames what was written so far: for
+    record-per-line outputs whose writer flushes only whole records.
+    """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -27,6 +32,13 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except KeyboardInterrupt:
+        if keep_partial:
+            os.replace(tmp, path)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -9,6 +9,7 @@ in :mod:`crosscheck.cli`, which adds the oracle commands.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -47,6 +48,16 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--timeout", type=float, help="stop a decision-graph compile after S seconds")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_compile)
+
+    p = sub.add_parser("explain", help="explain decisions (SPEC §5 JSON Lines)")
+    p.add_argument("--forest", required=True)
+    p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
+    p.add_argument("--what", default="all", help="all, or a comma list of "
+                                                 "sr,nr,gsr,gnr,ce,robust,flips")
+    p.add_argument("--ties", choices=TIES, default="first")
+    p.add_argument("--out", help="write the explanations here instead of stdout")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_explain)
 
     p = sub.add_parser("demo", help="train, compile and explain a forest on bundled data")
     p.set_defaults(handler=cmd_demo)
@@ -132,6 +143,27 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 with atomic_open(path[:-len(".json")] + ".dot") as handle:
                     handle.write(comp.nnf.to_dot([comp.roots[c]]))
     print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Explanations in canonical JSON Lines, flushed per instance (SPEC §5, §6)."""
+    from core.explain import Explainer
+    from core.explanation import parse_what
+    from core.forest import load_instances
+
+    forest = load_forest(args.forest)
+    instances = load_instances(args.instances, forest)
+    what = parse_what(args.what)
+    explainer = Explainer(forest, args.ties)
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(atomic_open(args.out, keep_partial=True)) if args.out \
+            else sys.stdout
+        progress = stack.enter_context(Progress("instances", enabled=not args.no_progress))
+        for done, x in enumerate(instances, start=1):
+            out.write(explainer.explain(x, what).to_line() + "\n")
+            out.flush()
+            progress(done, len(instances))
     return 0
 
 

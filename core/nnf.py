@@ -25,6 +25,14 @@ KIND_NAMES = {CONST: "const", LIT: "lit", AND: "and", OR: "or"}
 T = TypeVar("T")
 
 
+def sum_vars(sets: Iterable[int]) -> int:
+    """Union of feature bitmasks."""
+    out = 0
+    for v in sets:
+        out |= v
+    return out
+
+
 class NNF:
     """Manager of hash-consed NNF nodes over the features of a forest."""
 
@@ -34,6 +42,8 @@ class NNF:
         self.kind: list[int] = [CONST, CONST]
         # For LIT: (feature, mask); for AND/OR: sorted tuple of child ids; for CONST: ().
         self.args: list[tuple[int, ...]] = [(), ()]
+        #: vars[n]: the features node n mentions (bitmask).
+        self.vars: list[int] = [0, 0]
         self._unique: dict[tuple[int, tuple[int, ...]], int] = {}
 
     def __len__(self) -> int:
@@ -46,6 +56,13 @@ class NNF:
             node = len(self.kind)
             self.kind.append(kind)
             self.args.append(args)
+            if kind == LIT:
+                self.vars.append(1 << args[0])
+            else:
+                v = 0
+                for c in args:
+                    v |= self.vars[c]
+                self.vars.append(v)
             self._unique[key] = node
         return node
 
@@ -133,22 +150,6 @@ class NNF:
         """Truth value of a node on instance ``x`` (state indices)."""
         return self.fold([root], bool, lambda f, m: bool(m >> x[f] & 1), all, any)[0]
 
-    def variables(self, roots: Sequence[int]) -> dict[int, int]:
-        """Per node below the roots: the features it mentions, as a bitmask."""
-        out: dict[int, int] = {}
-        for n in self.reachable(roots):
-            kind, args = self.kind[n], self.args[n]
-            if kind == CONST:
-                out[n] = 0
-            elif kind == LIT:
-                out[n] = 1 << args[0]
-            else:
-                v = 0
-                for c in args:
-                    v |= out[c]
-                out[n] = v
-        return out
-
     def stats(self, roots: Sequence[int]) -> dict[str, int]:
         """Size (distinct nodes), edges and depth of the circuit below the roots."""
         depth: dict[int, int] = {}
@@ -164,14 +165,13 @@ class NNF:
 
     def is_or_decomposable(self, roots: Sequence[int]) -> bool:
         """True iff no ∨ node below the roots has two children sharing a feature."""
-        vars_ = self.variables(roots)
-        for n in vars_:
+        for n in self.reachable(roots):
             if self.kind[n] == OR:
                 seen = 0
                 for c in self.args[n]:
-                    if vars_[c] & seen:
+                    if self.vars[c] & seen:
                         return False
-                    seen |= vars_[c]
+                    seen |= self.vars[c]
         return True
 
     def check_invariants(self) -> None:
@@ -188,6 +188,8 @@ class NNF:
                 assert kind in (AND, OR) and len(args) >= 2, f"gate {n} with {len(args)} children"
                 assert list(args) == sorted(set(args)), f"gate {n}: unsorted/duplicate children"
                 assert all(TRUE < c < n for c in args), f"gate {n}: constant or later child"
+            expected = 1 << args[0] if kind == LIT else sum_vars(self.vars[c] for c in args)
+            assert self.vars[n] == expected, f"node {n}: wrong feature set"
 
     # -- export ---------------------------------------------------------------------------------
 

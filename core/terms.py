@@ -70,12 +70,32 @@ def terms_json(forest: Forest, items: Iterable[Term]) -> list[list[dict[str, Any
     return [term_json(forest, t) for t in canonical(items)]
 
 
-def term_text(forest: Forest, term: Term, joiner: str = " ∧ ") -> str:
-    """Readable form: ``Age=>=55 ∧ BType∈{A,B}``."""
+def literal_text(forest: Forest, lit: Literal) -> str:
+    """Readable literal: ``BType∈{A,B}``, ``Age=>=55``; numeric runs of intervals as bounds,
+    e.g. ``0.8 < petal_width ≤ 1.75`` (numbers with 4 significant digits)."""
+    feature = forest.features[lit[0]]
+    states = mask_states(lit[1])
+    if feature.thresholds is None:
+        names = [feature.states[s] for s in states]
+        return f"{feature.name}={names[0]}" if len(names) == 1 else \
+            f"{feature.name}∈{{{','.join(names)}}}"
+    runs: list[list[int]] = []
+    for s in states:
+        if runs and runs[-1][1] == s - 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    ts = feature.thresholds
     parts = []
-    for f, m in term:
-        feature = forest.features[f]
-        names = [feature.states[s] for s in mask_states(m)]
-        parts.append(f"{feature.name}={names[0]}" if len(names) == 1
-                     else f"{feature.name}∈{{{','.join(names)}}}")
-    return joiner.join(parts) if parts else ("true" if joiner.strip() == "∧" else "false")
+    for lo, hi in runs:
+        low = f"{ts[lo - 1]:.4g} < " if lo > 0 else ""
+        high = f" ≤ {ts[hi]:.4g}" if hi < len(ts) else ""
+        parts.append(f"{low}{feature.name}{high}")
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
+
+
+def term_text(forest: Forest, term: Term, joiner: str = " ∧ ") -> str:
+    """Readable term (``joiner`` " ∧ ") or clause (" ∨ "); the empty one is true / false."""
+    if not term:
+        return "true" if joiner.strip() == "∧" else "false"
+    return joiner.join(literal_text(forest, lit) for lit in term)

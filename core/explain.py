@@ -1,0 +1,168 @@
+"""The explainer: every field of SPEC §5 for an instance, from tractable class formulas.
+
+:class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
+(each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
+general reasons, and for contrastive explanations Alg. 3A (the conjunction folded into one
+graph with Apply, then negated). :meth:`Explainer.explain` is stateless between calls and
+returns an immutable :class:`core.explanation.Explanation`:
+
+- CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
+- NRs: prime implicates of CR; SRs: prime implicants of CR, by bottom-up expansion or as the
+  minimal hitting sets of the NRs (``sr_method``) (:mod:`core.primes`);
+- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`);
+- robustness and the shortest GNRs: Alg. 5–7 (:mod:`core.robustness`);
+- CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.apply import Apply
+from core.dgcompile import DGCompilation, compile_dg
+from core.dgraph import TRUE as DG_TRUE
+from core.explanation import ALL_WHAT, Explanation
+from core.forest import Forest, Instance, check_ties
+from core.general import gnrs, gsrs
+from core.nnf import NNF
+from core.primes import hitting_sets, implicants, implicates
+from core.reasons import complete_reason, general_reason
+from core.robustness import robustness, shortest_gnrs
+from core.terms import simple
+
+SR_METHODS = ("expand", "dual")
+
+
+@dataclass
+class Timings:
+    """Seconds spent per stage of the last :meth:`Explainer.explain` call that asked for them."""
+
+    reasons: float = 0.0
+    sr: float = 0.0
+    nr: float = 0.0
+    gsr: float = 0.0
+    gnr: float = 0.0
+    robust: float = 0.0
+    flips: float = 0.0
+    compile: float = 0.0
+    ce_reasons: float = 0.0
+    ce: float = 0.0
+    ce_targets: int = 0
+
+
+class Explainer:
+    """Formal explanations of a forest's decisions (SPEC §3, §5)."""
+
+    def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "expand",
+                 order: str = "depth") -> None:
+        if sr_method not in SR_METHODS:
+            raise ValueError(f"sr_method must be one of {SR_METHODS}")
+        self.forest = forest
+        self.ties = check_ties(ties)
+        self.sr_method = sr_method
+        self.order = order
+        self._compiled: DGCompilation | None = None
+        self._apply: Apply | None = None
+        self._negated: dict[int, int] = {}
+
+    @property
+    def compiled(self) -> DGCompilation:
+        """Alg. 3B class formulas (compiled on first use)."""
+        if self._compiled is None:
+            self._compiled = compile_dg(self.forest, self.ties, "dg-conj", order=self.order)
+            self._apply = Apply(self._compiled.dg)
+        return self._compiled
+
+    def negated_class(self, t: int) -> int:
+        """``¬R^t`` as one decision graph: Alg. 3A's conjunction, negated (cached)."""
+        if t not in self._negated:
+            comp = self.compiled
+            assert self._apply is not None
+            root = DG_TRUE
+            for g in comp.roots[t]:
+                root = self._apply.conj(root, g)
+            self._negated[t] = comp.dg.negate(root)
+        return self._negated[t]
+
+    def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,
+                timings: Timings | None = None, sr_method: str | None = None) -> Explanation:
+        """Every requested field of SPEC §5 for instance ``x`` (state indices).
+
+        ``timings`` accumulates seconds per stage; ``sr_method`` overrides the explainer's."""
+        forest = self.forest
+        what = tuple(k for k in ALL_WHAT if k in what)
+        votes = forest.votes(x)
+        decision = forest.decision(x)
+        member = tuple(forest.classes_of(x, self.ties))
+        fields: dict[str, object] = {}
+        clock = _Clock(timings)
+        if what:
+            comp = self.compiled
+            clock.lap("compile")
+            dg = comp.dg
+            full = dg.full
+            nnf = NNF(forest.features)
+            roots = comp.roots[decision]
+            cr = complete_reason(dg, roots, x, nnf)
+            gr = general_reason(dg, roots, x, nnf) if {"gsr", "gnr", "flips"} & set(what) else None
+            clock.lap("reasons")
+            nr_sets = implicates(nnf, cr)
+            if "nr" in what:
+                fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
+            clock.lap("nr")
+            if "sr" in what or "gsr" in what:
+                method = sr_method or self.sr_method
+                sr_sets = implicants(nnf, cr) if method == "expand" else hitting_sets(nr_sets)
+                if "sr" in what:
+                    fields["sufficient_reasons"] = Explanation.sets(simple(x, v) for v in sr_sets)
+                clock.lap("sr")
+                if "gsr" in what:
+                    assert gr is not None and nnf.is_or_decomposable([gr])
+                    fields["general_sufficient_reasons"] = Explanation.sets(gsrs(nnf, gr, sr_sets))
+                    clock.lap("gsr")
+            if "gnr" in what:
+                assert gr is not None
+                fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))
+                clock.lap("gnr")
+            if "robust" in what or "flips" in what:
+                r, shortest = robustness(nnf, cr)
+                fields["robustness"] = r
+                clock.lap("robust")
+                if "flips" in what:
+                    assert gr is not None
+                    fields["shortest_flips"] = Explanation.sets(
+                        shortest_gnrs(nnf, gr, shortest, full))
+                    clock.lap("flips")
+            if "ce" in what:
+                ces = []
+                for t in range(len(forest.classes)):
+                    if t in member:
+                        continue
+                    negated = self.negated_class(t)
+                    clock.lap("compile")
+                    other = NNF(forest.features)
+                    cr_t = complete_reason(dg, [negated], x, other)
+                    clock.lap("ce_reasons")
+                    ces.append((t, Explanation.sets(simple(x, v) for v in implicates(other, cr_t))))
+                    clock.lap("ce")
+                    if timings is not None:
+                        timings.ce_targets += 1
+                fields["contrastive"] = tuple(ces)
+        return Explanation(forest, tuple(x), self.ties, tuple(votes), decision, member, what,
+                           **fields)  # type: ignore[arg-type]
+
+
+class _Clock:
+    """Adds the time since the previous lap to a :class:`Timings` field."""
+
+    def __init__(self, timings: Timings | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            setattr(self.timings, name, getattr(self.timings, name) + now - self.last)
+            self.last = now

@@ -1,0 +1,104 @@
+"""Prime implicants and implicates of a monotone NNF: SRs, NRs and CEs (SPEC §3).
+
+The complete reason is monotone — its literals are the instance's states ``{x[X]}`` — so a
+prime implicant or implicate is determined by its set of features, an int bitmask. Families
+of feature sets are kept as lists of bitmasks without supersets (:func:`minimal`).
+
+- Prime implicates (NRs, CEs), bottom-up: a literal gives ``{X}``, ``true`` no clause,
+  ``false`` the empty clause; ∧ unites and removes supersets; ∨ takes pairwise unions (for
+  or-decomposable ∨, whose children share no feature, the unions need no minimisation, but
+  they are minimised anyway so any monotone NNF is handled).
+- Prime implicants (SRs), two ways: bottom-up expansion (∨ unites, ∧ takes pairwise unions,
+  both minimised) or dualisation: the SRs are the minimal hitting sets of the NRs (Berge's
+  algorithm). ``rfcircuits bench explain`` reports both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from core.nnf import AND, CONST, LIT, NNF, TRUE
+
+
+def popcount(v: int) -> int:
+    return v.bit_count()
+
+
+def minimal(family: Iterable[int]) -> list[int]:
+    """The inclusion-minimal sets of a family (duplicates and supersets removed), sorted by
+    size then value."""
+    kept: list[int] = []
+    for v in sorted(set(family), key=lambda s: (s.bit_count(), s)):
+        for u in kept:
+            if u & v == u:
+                break
+        else:
+            kept.append(v)
+    return kept
+
+
+def _cross(a: list[int], b: list[int]) -> list[int]:
+    return minimal(u | v for u in a for v in b)
+
+
+def implicates(nnf: NNF, root: int) -> list[int]:
+    """Feature sets of the prime implicates of a monotone NNF."""
+    value: dict[int, list[int]] = {}
+    for n in nnf.reachable([root]):
+        kind, args = nnf.kind[n], nnf.args[n]
+        if kind == CONST:
+            value[n] = [] if n == TRUE else [0]
+        elif kind == LIT:
+            value[n] = [1 << args[0]]
+        elif kind == AND:
+            value[n] = minimal(s for c in args for s in value[c])
+        else:
+            acc = value[args[0]]
+            for c in args[1:]:
+                acc = _cross(acc, value[c])
+            value[n] = acc
+    return value[root]
+
+
+def implicants(nnf: NNF, root: int) -> list[int]:
+    """Feature sets of the prime implicants of a monotone NNF (bottom-up expansion)."""
+    value: dict[int, list[int]] = {}
+    for n in nnf.reachable([root]):
+        kind, args = nnf.kind[n], nnf.args[n]
+        if kind == CONST:
+            value[n] = [0] if n == TRUE else []
+        elif kind == LIT:
+            value[n] = [1 << args[0]]
+        elif kind == AND:
+            acc = value[args[0]]
+            for c in args[1:]:
+                acc = _cross(acc, value[c])
+            value[n] = acc
+        else:
+            value[n] = minimal(s for c in args for s in value[c])
+    return value[root]
+
+
+def hitting_sets(family: Iterable[int]) -> list[int]:
+    """Minimal hitting sets of a family of feature sets (Berge's dualisation).
+
+    The minimal hitting sets of the prime implicates of a monotone formula are its prime
+    implicants. No set to hit gives ``[0]`` (the empty set); an empty set to hit gives ``[]``.
+    """
+    hits = [0]
+    for edge in sorted(set(family), key=lambda s: (s.bit_count(), s)):
+        if edge == 0:
+            return []
+        keep = [h for h in hits if h & edge]
+        grow = [h | (1 << f) for h in hits if not h & edge for f in _bits(edge)]
+        hits = minimal(keep + grow)
+    return hits
+
+
+def _bits(v: int) -> list[int]:
+    out = []
+    while v:
+        low = v & -v
+        out.append(low.bit_length() - 1)
+        v ^= low
+    return out
