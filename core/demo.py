@@ -1,7 +1,8 @@
 """``rfcircuits demo``: the main job end to end on data bundled with scikit-learn.
 
-Trains a small random forest on the iris data, compiles its class formulas (paper Alg. 3)
-and prints a short readable report.
+Trains a small random forest on the iris data, compiles its class formulas (paper Alg. 3 as
+NNF, Alg. 3B as decision graphs) and explains a few test decisions in readable form: SRs, NRs,
+GSRs, robustness with the shortest flips, and contrastive explanations, with timings.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ import time
 import numpy as np
 
 from core.classformula import compile_nnf
+from core.explain import Explainer
+from core.forest import Forest, Instance
+from core.robustness import flips
+from core.terms import literal_text, term_text
 from core.train import Dataset, train_forest
 
-TREES, DEPTH, SEED = 25, 3, 0
+TREES, DEPTH, SEED, SHOWN = 25, 3, 0, 3
 
 
 def bundled_dataset() -> Dataset:
@@ -25,6 +30,39 @@ def bundled_dataset() -> Dataset:
                    np.asarray(bunch.target), [str(n) for n in bunch.target_names])
 
 
+def _listing(forest: Forest, items: tuple, joiner: str) -> str:
+    return "  |  ".join(term_text(forest, t, joiner) for t in items) or "(none)"
+
+
+def _show(forest: Forest, explainer: Explainer, x: Instance, number: int) -> None:
+    start = time.perf_counter()
+    e = explainer.explain(x)
+    took = time.perf_counter() - start
+    names = forest.classes
+    print(f"\nInstance {number}: " + ", ".join(
+        literal_text(forest, (f, 1 << s)) for f, s in enumerate(x)))
+    votes = ", ".join(f"{names[c]} {v}" for c, v in enumerate(e.votes))
+    print(f"  decision: {names[e.decision]}  (votes: {votes})")
+    print(f"  sufficient reasons (each alone keeps the decision): "
+          f"{_listing(forest, e.sufficient_reasons, ' ∧ ')}")
+    print(f"  necessary reasons (violate one to possibly flip it): "
+          f"{_listing(forest, e.necessary_reasons, ' ∨ ')}")
+    print(f"  general sufficient reasons: {_listing(forest, e.general_sufficient_reasons, ' ∧ ')}")
+    if e.robustness is None:
+        print("  robustness: no change of features flips this decision")
+    else:
+        full = [f.full for f in forest.features]
+        example = next(flips(x, e.shortest_flips, full))
+        changed = [literal_text(forest, (f, 1 << s)) for f, s in enumerate(example) if s != x[f]]
+        print(f"  robustness: {e.robustness} feature(s); shortest flips violate "
+              f"{_listing(forest, e.shortest_flips, ' ∨ ')}")
+        print(f"    e.g. set {' and '.join(changed)} → {names[forest.decision(example)]}")
+    for t, ces in e.contrastive:
+        print(f"  to reach {names[t]}, change at least the features of one of: "
+              f"{_listing(forest, ces, ' ∨ ')}")
+    print(f"  ({1000 * took:.1f} ms for all explanations of this instance)")
+
+
 def run_demo() -> int:
     data = bundled_dataset()
     print(f"Training a random forest on scikit-learn's {data.name} data "
@@ -34,15 +72,26 @@ def run_demo() -> int:
     print(f"  {TREES} trees of depth ≤ {DEPTH}, {forest.n_nodes} nodes; test accuracy "
           f"{100 * trained.accuracy:.1f}% (hard-majority vote; agrees with sklearn predict on "
           f"{100 * trained.vote_agreement:.1f}% of test rows)")
-    print("  features as interval states:")
-    for f in forest.features:
-        print(f"    {f.name}: {len(f.states)} states {', '.join(f.states[:3])}"
-              f"{', …' if len(f.states) > 3 else ''}")
+    print("  numeric features become interval states: " + ", ".join(
+        f"{f.name} {len(f.states)}" for f in forest.features))
     start = time.perf_counter()
     comp = compile_nnf(forest)
-    took = time.perf_counter() - start
     print(f"Class formulas as NNF circuits (paper Alg. 3, sorting networks): "
-          f"{comp.total_nodes()} nodes in {took:.3f} s")
-    for c, name in enumerate(forest.classes):
-        print(f"    R[{name}]: {comp.nodes(c)} nodes")
+          f"{comp.total_nodes()} nodes in {time.perf_counter() - start:.3f} s")
+    explainer = Explainer(forest)
+    start = time.perf_counter()
+    graphs = explainer.compiled
+    print(f"Class formulas as conjunctions of decision graphs (Alg. 3B, Apply): "
+          f"{graphs.total_nodes()} nodes in {time.perf_counter() - start:.3f} s")
+    seen: set[int] = set()
+    shown = 0
+    for x in trained.test_instances:  # one instance per decision first, for variety
+        if forest.decision(x) in seen:
+            continue
+        seen.add(forest.decision(x))
+        shown += 1
+        _show(forest, explainer, x, shown)
+        if shown == SHOWN:
+            break
+    print("\nCheck any of these against independent oracles: rfcircuits crosscheck --help")
     return 0
