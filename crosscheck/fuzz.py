@@ -1,0 +1,166 @@
+"""``rfcircuits fuzz``: random small forests through the harness, failures shrunk and saved.
+
+Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`crosscheck.strategies`),
+so the same seed replays the same cases, whatever the number of processes. Each case is a
+forest and three instances, checked under both tie policies against every oracle that fits
+(:mod:`crosscheck.harness`). A failing case is shrunk (:mod:`crosscheck.shrink`) while the same
+check still fails, and written at once, atomically, to ``DIR/case-<seed>-<k>-<ties>.json``
+(``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
+it with ``rfcircuits crosscheck --replay FILE``). Workers run until the time budget is spent;
+progress goes to stderr, a summary to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import queue
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from core.atomicio import write_json
+from core.forest import TIES, Forest, Instance, instance_to_json
+from crosscheck.harness import ORACLES, crosscheck
+from crosscheck.shrink import shrink
+from crosscheck.strategies import Limits, random_forest, random_instance
+
+REPRO_FORMAT = "rfcircuits.repro/1"
+INSTANCES_PER_CASE = 3
+
+
+@dataclass
+class Summary:
+    cases: int = 0
+    checks: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+
+
+def make_case(seed: int, k: int, limits: Limits) -> tuple[Forest, list[Instance]]:
+    """Case ``k`` of a fuzz run with ``seed``."""
+    rng = random.Random(f"{seed}/{k}")
+    forest = random_forest(rng, limits)
+    return forest, [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
+
+
+def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
+             out_dir: str) -> tuple[int, list[str]]:
+    """Check case ``k`` under both tie policies; returns (checks, saved repro paths)."""
+    forest, instances = make_case(seed, k, limits)
+    checks, saved = 0, []
+    for ties in TIES:
+        report = crosscheck(forest, instances, ties, oracles, seed=k)
+        checks += report.checks()
+        if report.ok:
+            continue
+        first = report.disagreements[0].check
+
+        def fails(f: Forest, xs: list[Instance]) -> bool:
+            again = crosscheck(f, xs, ties, oracles, seed=k)
+            return any(d.check == first for d in again.disagreements)
+
+        small, xs = shrink(forest, instances, fails)
+        final = crosscheck(small, xs, ties, oracles, seed=k)
+        path = os.path.join(out_dir, f"case-{seed}-{k}-{ties}.json")
+        write_json(path, repro(small, xs, ties, final.disagreements, seed, k,
+                               original=(len(forest.trees), len(forest.features))))
+        saved.append(path)
+    return checks, saved
+
+
+def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: list[Any],
+          seed: int | None = None, case: int | None = None,
+          original: tuple[int, int] | None = None) -> dict[str, Any]:
+    """A ``rfcircuits.repro/1`` document (replayable with ``crosscheck --replay``)."""
+    doc: dict[str, Any] = {
+        "format": REPRO_FORMAT, "ties": ties, "forest": forest.to_json(),
+        "instances": [instance_to_json(forest, x) for x in instances],
+        "disagreements": [d.to_json() for d in disagreements]}
+    if seed is not None:
+        doc.update(seed=seed, case=case)
+    if original is not None:
+        doc["shrunk_from"] = {"trees": original[0], "features": original[1]}
+    return doc
+
+
+def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
+            oracles: tuple[str, ...], out_dir: str, results: Any) -> None:
+    k = wid
+    try:
+        while time.monotonic() < deadline:
+            checks, saved = run_case(seed, k, limits, oracles, out_dir)
+            results.put((k, checks, saved))
+            k += jobs
+    except KeyboardInterrupt:
+        pass
+    results.put(None)
+
+
+def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
+         oracles: tuple[str, ...] = ORACLES, progress: bool = True) -> Summary:
+    """Run cases for ``seconds`` on ``jobs`` processes; failures land in ``out_dir``."""
+    os.makedirs(out_dir, exist_ok=True)
+    summary = Summary()
+    start = time.monotonic()
+    deadline = start + seconds
+    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    results = ctx.Queue()
+    workers = [ctx.Process(target=_worker, args=(w, jobs, seed, deadline, limits, oracles,
+                                                  out_dir, results), daemon=True)
+               for w in range(jobs)]
+    for w in workers:
+        w.start()
+    running = jobs
+    shown = 0.0
+    try:
+        while running:
+            try:
+                item = results.get(timeout=1.0)
+            except queue.Empty:
+                if not any(w.is_alive() for w in workers):
+                    break
+                continue
+            if item is None:
+                running -= 1
+                continue
+            _, checks, saved = item
+            summary.cases += 1
+            summary.checks += checks
+            summary.failures.extend(saved)
+            for path in saved:
+                print(f"[fuzz] FAILURE saved to {path}", file=sys.stderr, flush=True)
+            if progress and time.monotonic() - shown > 0.5:
+                shown = time.monotonic()
+                rate = summary.cases / max(1e-9, shown - start)
+                print(f"\r[fuzz] {summary.cases} cases, {summary.checks} checks, "
+                      f"{len(summary.failures)} failures, {rate:.1f} cases/s",
+                      end="", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # workers stop too; saved failures are complete files
+        summary.interrupted = True
+    finally:
+        for w in workers:
+            w.join(timeout=5)
+            if w.is_alive():
+                w.terminate()
+        if progress:
+            print(file=sys.stderr)
+        summary.seconds = time.monotonic() - start
+    return summary
+
+
+def summary_text(summary: Summary) -> str:
+    rate = summary.cases / max(1e-9, summary.seconds)
+    lines = [f"fuzz: {summary.cases} cases ({rate:.1f}/s), {summary.checks} checks, "
+             f"{len(summary.failures)} failures in {summary.seconds:.0f} s"
+             + (" (interrupted)" if summary.interrupted else "")]
+    lines.extend(f"  {path}" for path in summary.failures)
+    return "\n".join(lines)
+
+
+def summary_json(summary: Summary) -> str:
+    return json.dumps(asdict(summary))

@@ -1,0 +1,364 @@
+"""The differential harness: the native engine against independent oracles (SPEC §2–§5).
+
+:func:`crosscheck` runs the native engine and each chosen oracle on one forest, tie policy and
+list of instances, and compares:
+
+- **class formulas** of every native form — NNF (Alg. 3), decision graphs Alg. 3B and 3A with
+  ordered Apply, and Alg. 3B with paper Alg. 4 (small forests) — against the brute force
+  (model sets, world by world), the BDD oracle (the circuit *files* the native engine writes,
+  read back and decided equivalent) and the SAT oracle (membership at the instances and at
+  random worlds);
+- **every field of SPEC §5** for each instance: against the brute force and the BDD oracle
+  field by field; against the SAT oracle field by field for SRs, NRs, CEs and robustness, and
+  item by item (``check_gsr``/``check_gnr``/``check_flip``) for GSRs, GNRs and shortest flips.
+
+An oracle whose size limits the case exceeds is *skipped* with its reason. Every difference
+becomes a :class:`Disagreement` (check, engines, both values, a counterexample); crashes of
+the native engine or of an oracle are disagreements too.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.classformula import compile_nnf
+from core.dgcompile import compile_dg
+from core.errors import InputError
+from core.explain import Explainer
+from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
+from core.forest import Forest, Instance, instance_to_json
+from core.terms import term_json, variables
+
+ORACLES = ("brute", "bdd", "sat")
+HEADER = ("votes", "decision", "classes")
+#: Largest forests (trees × worlds) on which Alg. 4 (generic Apply) is compiled as a check.
+ALG4_LIMIT = 10 ** 6
+#: Random worlds at which the SAT oracle checks class membership.
+SAT_WORLDS = 32
+#: Largest number of worlds for which SAT verifies GSR/GNR/flip items (their checks
+#: enumerate the violations of a clause).
+SAT_ITEM_WORLDS = 10 ** 6
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One cell of the check × engine table: ``agree``, ``disagree``, ``skipped`` or ``error``."""
+
+    check: str
+    engine: str
+    status: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A difference between the native engine and an oracle (or a crash)."""
+
+    check: str
+    engines: tuple[str, str]
+    instance: dict[str, str] | None
+    ours: Any
+    theirs: Any
+    counterexample: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "engines": list(self.engines), "instance": self.instance,
+                "ours": self.ours, "theirs": self.theirs, "counterexample": self.counterexample}
+
+
+@dataclass
+class Report:
+    """Outcomes of every check and the disagreements found."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    disagreements: list[Disagreement] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreements
+
+    def record(self, check: str, engine: str, agree: bool, detail: str = "") -> None:
+        self.outcomes.append(Outcome(check, engine, "agree" if agree else "disagree", detail))
+
+    def skip(self, check: str, engine: str, reason: str) -> None:
+        self.outcomes.append(Outcome(check, engine, "skipped", reason))
+
+    def checks(self) -> int:
+        """Number of comparisons made (agreeing or not)."""
+        return sum(o.status in ("agree", "disagree") for o in self.outcomes)
+
+    def table(self) -> str:
+        """Check × engine table: counts of agreements, disagreements, skips with reasons."""
+        checks = list(dict.fromkeys(o.check for o in self.outcomes))
+        engines = list(dict.fromkeys(o.engine for o in self.outcomes))
+        cells: dict[tuple[str, str], dict[str, int]] = {}
+        reasons: dict[str, str] = {}
+        for o in self.outcomes:
+            cells.setdefault((o.check, o.engine), {}).setdefault(o.status, 0)
+            cells[(o.check, o.engine)][o.status] += 1
+            if o.status in ("skipped", "error"):
+                reasons.setdefault(o.engine, o.detail)
+        width = max([len(c) for c in checks] + [5])
+        lines = ["check".ljust(width) + "".join(e.rjust(22) for e in engines)]
+        for c in checks:
+            row = c.ljust(width)
+            for e in engines:
+                counts = cells.get((c, e), {})
+                text = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "-"
+                row += text.rjust(22)
+            lines.append(row)
+        for engine, reason in reasons.items():
+            lines.append(f"{engine}: {reason}")
+        return "\n".join(lines)
+
+
+def _difference(ours: Any, theirs: Any) -> Any:
+    """Items in one list and not the other (for set-valued fields), else None."""
+    if isinstance(ours, list) and isinstance(theirs, list):
+        a = {dumps(i) for i in ours}
+        b = {dumps(i) for i in theirs}
+        return {"only_ours": [i for i in ours if dumps(i) not in b],
+                "only_theirs": [i for i in theirs if dumps(i) not in a]}
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        return {k: _difference(ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+                if ours.get(k) != theirs.get(k)}
+    return None
+
+
+class Crosscheck:
+    """One forest and tie policy, the native engine built once, oracles built on demand."""
+
+    def __init__(self, forest: Forest, ties: str = "first",
+                 oracles: Sequence[str] = ORACLES, seed: int = 0) -> None:
+        unknown = sorted(set(oracles) - set(ORACLES))
+        if unknown:
+            raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
+                             f"(choose from {', '.join(ORACLES)})")
+        self.forest = forest
+        self.ties = ties
+        self.oracles = list(oracles)
+        self.rng = random.Random(seed)
+        self.report = Report()
+        self._oracle: dict[str, Any] = {}
+
+    # -- building engines -----------------------------------------------------------------------
+
+    def _guard(self, check: str, engines: tuple[str, str], instance: dict[str, str] | None,
+               fn: Callable[[], Any]) -> Any:
+        """Run ``fn``; a crash becomes a disagreement (with its traceback) and None."""
+        try:
+            return fn()
+        except Exception as exc:  # a crash is a finding, not a harness failure
+            culprit = engines[0] if engines[1] == "-" else engines[1]
+            self.report.outcomes.append(Outcome(check, culprit, "error", repr(exc)))
+            self.report.disagreements.append(Disagreement(
+                check, engines, instance, None, None, traceback.format_exc(limit=6)))
+            return None
+
+    def oracle(self, name: str) -> Any:
+        """The oracle, or a str saying why it is skipped (or None after a crash)."""
+        if name not in self._oracle:
+            self._oracle[name] = self._guard(f"build {name}", ("native", name), None,
+                                             lambda: self._build(name))
+        return self._oracle[name]
+
+    def _build(self, name: str) -> Any:
+        forest = self.forest
+        if name == "brute":
+            from crosscheck.brute import MAX_WORLDS, BruteForce
+
+            if forest.n_worlds() > MAX_WORLDS:
+                return f"{forest.n_worlds()} worlds exceed the brute force's {MAX_WORLDS}"
+            return BruteForce(forest, self.ties)
+        if name == "bdd":
+            from crosscheck.bdd import BddOracle
+
+            reason = BddOracle.too_big(forest)
+            return reason if reason else BddOracle(forest, self.ties)
+        from crosscheck.sat import SatOracle
+
+        return SatOracle(forest, self.ties)
+
+    # -- class formulas -------------------------------------------------------------------------
+
+    def class_formulas(self) -> None:
+        forest, ties = self.forest, self.ties
+        forms: dict[str, Any] = {}
+        forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
+                                   lambda: compile_nnf(forest, ties))
+        forms["dg-conj"] = self._guard("formula dg-conj", ("native", "-"), None,
+                                       lambda: compile_dg(forest, ties, "dg-conj"))
+        forms["dg"] = self._guard("formula dg", ("native", "-"), None,
+                                  lambda: compile_dg(forest, ties, "dg"))
+        if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
+            forms["dg-conj alg4"] = self._guard(
+                "formula dg-conj alg4", ("native", "-"), None,
+                lambda: compile_dg(forest, ties, "dg-conj", apply="generic"))
+        for form, comp in forms.items():
+            if comp is None:
+                continue
+            check = f"formula {form}"
+            for name in self.oracles:
+                oracle = self.oracle(name)
+                if isinstance(oracle, str):
+                    self.report.skip(check, name, oracle)
+                elif oracle is not None:
+                    self._guard(check, ("native", name), None,
+                                lambda: self._compare_formulas(check, form, comp, name, oracle))
+
+    def _docs(self, form: str, comp: Any) -> list[dict[str, Any]]:
+        """The circuit documents the native engine writes with ``compile --out``."""
+        forest = self.forest
+        if form == "nnf":
+            return [comp.nnf.to_json(comp.roots[c], forest, name, self.ties)
+                    for c, name in enumerate(forest.classes)]
+        return [comp.dg.to_json(comp.roots[c], forest, name, self.ties)
+                for c, name in enumerate(forest.classes)]
+
+    def _evaluate(self, form: str, comp: Any, c: int, x: Sequence[int]) -> bool:
+        if form == "nnf":
+            return comp.nnf.evaluate(comp.roots[c], x)
+        return comp.evaluate(c, x)
+
+    def _compare_formulas(self, check: str, form: str, comp: Any, name: str, oracle: Any) -> None:
+        forest = self.forest
+        for c, class_name in enumerate(forest.classes):
+            if name == "brute":
+                worlds = self._brute_worlds(form, comp, c, oracle)
+                truth = oracle.class_worlds(c)
+                if worlds == truth:
+                    self._result(check, name, True, None, None, None, None)
+                    continue
+                i = ((worlds ^ truth) & -(worlds ^ truth)).bit_length() - 1
+                self._result(check, name, False, None, bool(worlds >> i & 1),
+                             bool(truth >> i & 1), instance_to_json(forest, oracle.worlds[i]),
+                             f"class {class_name}")
+            elif name == "bdd":
+                verdict = oracle.check_circuit(self._docs(form, comp)[c], f"{form} {class_name}")
+                self._result(check, name, verdict.equivalent, None, None, None,
+                             verdict.counterexample, verdict.describe())
+            else:
+                worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
+                          for _ in range(SAT_WORLDS)]
+                for w in worlds:
+                    ours, theirs = self._evaluate(form, comp, c, w), oracle.member(w, c)
+                    self._result(check, name, ours == theirs, None, ours, theirs,
+                                 instance_to_json(forest, w), f"class {class_name}")
+
+    def _brute_worlds(self, form: str, comp: Any, c: int, brute: Any) -> int:
+        out = 0
+        for i, w in enumerate(brute.worlds):
+            if self._evaluate(form, comp, c, w):
+                out |= 1 << i
+        return out
+
+    def _result(self, check: str, engine: str, agree: bool, instance: dict[str, str] | None,
+                ours: Any, theirs: Any, counterexample: Any, detail: str = "") -> None:
+        self.report.record(check, engine, agree, detail)
+        if not agree:
+            self.report.disagreements.append(Disagreement(
+                check, ("native", engine), instance, ours, theirs, counterexample))
+
+    # -- explanations ---------------------------------------------------------------------------
+
+    def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT) -> None:
+        explainer = Explainer(self.forest, self.ties)
+        for x in instances:
+            shown = instance_to_json(self.forest, x)
+            ours = self._guard("explain", ("native", "-"), shown, lambda: explainer.explain(x, what))
+            if ours is None:
+                continue
+            mine = ours.to_json()
+            for name in self.oracles:
+                oracle = self.oracle(name)
+                if isinstance(oracle, str):
+                    for key in HEADER + tuple(WHAT_FIELDS[k] for k in what):
+                        self.report.skip(key, name, oracle)
+                    continue
+                if oracle is None:
+                    continue
+                if name == "sat":
+                    self._guard("explain", ("native", name), shown,
+                                lambda: self._against_sat(x, shown, ours, mine, oracle, what))
+                    continue
+                theirs = self._guard("explain", ("native", name), shown,
+                                     lambda: oracle.explain(x, what))
+                if theirs is not None:
+                    self._fields(name, shown, mine, theirs.to_json(),
+                                 HEADER + tuple(WHAT_FIELDS[k] for k in what))
+
+    def _fields(self, engine: str, shown: dict[str, str], mine: dict[str, Any],
+                theirs: dict[str, Any], keys: Sequence[str]) -> None:
+        for key in keys:
+            agree = mine.get(key) == theirs.get(key)
+            self._result(key, engine, agree, shown, mine.get(key), theirs.get(key),
+                         None if agree else _difference(mine.get(key), theirs.get(key)))
+
+    def _against_sat(self, x: Instance, shown: dict[str, str], ours: Any,
+                     mine: dict[str, Any], sat: Any, what: Sequence[str]) -> None:
+        listed = tuple(k for k in what if k in sat.SUPPORTS)
+        theirs = sat.explain(x, listed).to_json()
+        self._fields("sat", shown, mine, theirs, HEADER + tuple(WHAT_FIELDS[k] for k in listed))
+        forest = self.forest
+        # Completeness, as far as SAT's enumerations tell: GSRs are on exactly the SR feature
+        # sets, GNRs on exactly the NR feature sets, shortest flips on the shortest ones.
+        nr_sets = {variables(c) for c in sat.necessary_reasons(x)}
+        expected_sets = {"gsr": {variables(t) for t in sat.sufficient_reasons(x)},
+                         "gnr": nr_sets,
+                         "flips": {v for v in nr_sets if v.bit_count() == sat.robustness(x)}}
+        for key, sets in expected_sets.items():
+            if key in what:
+                name = WHAT_FIELDS[key]
+                got = {variables(t) for t in getattr(ours, name)}
+                self._result(f"{name} (feature sets)", "sat", got == sets, shown,
+                             sorted(got), sorted(sets),
+                             None if got == sets else {"only_ours": sorted(got - sets),
+                                                       "only_sat": sorted(sets - got)})
+        for key, check in (("gsr", sat.check_gsr), ("gnr", sat.check_gnr)):
+            name = WHAT_FIELDS[key]
+            if key not in what:
+                continue
+            if forest.n_worlds() > SAT_ITEM_WORLDS:
+                self.report.skip(name, "sat", f"item checks limited to {SAT_ITEM_WORLDS} worlds")
+                continue
+            for item in getattr(ours, name):
+                self._item(name, shown, item, lambda: check(x, item))
+        if "flips" in what and forest.n_worlds() <= SAT_ITEM_WORLDS:
+            for item in ours.shortest_flips:
+                self._item("shortest_flips", shown, item,
+                           lambda: sat.check_flip(x, item, ours.robustness))
+
+    def _item(self, name: str, shown: dict[str, str], item: Any,
+              verdict_of: Callable[[], dict[str, bool]]) -> None:
+        """One item judged by the SAT oracle: every verdict must hold."""
+        shown_item = term_json(self.forest, item)
+        try:
+            verdict = verdict_of()
+        except InputError as exc:  # e.g. an improper literal: the item is malformed
+            verdict = {"well_formed": False, "problem": str(exc)}  # type: ignore[dict-item]
+        agree = all(v is True for k, v in verdict.items() if k != "problem")
+        self._result(name, "sat", agree, shown, shown_item, verdict,
+                     None if agree else {"item": shown_item, "verdict": verdict})
+
+    def close(self) -> None:
+        sat = self._oracle.get("sat")
+        if sat is not None and not isinstance(sat, str):
+            sat.close()
+
+
+def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
+               oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
+               formulas: bool = True, seed: int = 0) -> Report:
+    """Compare the native engine with the oracles on a forest and its instances."""
+    run = Crosscheck(forest, ties, oracles, seed)
+    try:
+        if formulas:
+            run.class_formulas()
+        run.explanations(instances, what)
+    finally:
+        run.close()
+    return run.report
