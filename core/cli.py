@@ -25,8 +25,9 @@ from core.progress import Progress
 Handler = Callable[[argparse.Namespace], int]
 
 
-def add_commands(sub: Any) -> None:
-    """Register train, compile, demo and bench."""
+def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
+    """Register train, compile, explain, demo and bench; ``bench_extra`` adds benchmarks
+    (``rfcircuits bench NAME``) from layers above ``core`` (the oracle comparisons)."""
     p = sub.add_parser("train", help="train a scikit-learn random forest on a CSV file")
     p.add_argument("--data", required=True, help="CSV file with a header row")
     p.add_argument("--target", help="label column (default: the last column)")
@@ -63,14 +64,14 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
-    p.add_argument("what", choices=("compile", "explain"))
+    p.add_argument("what", choices=("compile", "explain", *(bench_extra or {})))
     p.add_argument("--data-dir", required=True, help="directory with the datasets' CSV files")
     p.add_argument("--datasets", help="comma list (default: all of the table)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf")
     p.add_argument("--trees", type=int, help="override the tables' number of trees")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
-    p.set_defaults(handler=cmd_bench)
+    p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -174,6 +175,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what in args.bench_extra:
+        return args.bench_extra[args.what](args)
     from core.bench import run_bench
 
     return run_bench(args)

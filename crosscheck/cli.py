@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Random forests as circuits, formal explanations, independent oracles.")
     parser.add_argument("--version", action="version", version=f"rfcircuits {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    add_commands(sub)
+    add_commands(sub, bench_extra={"oracles": _bench_oracles})
 
     p = sub.add_parser("crosscheck", help="compare the native engine with independent oracles")
     p.add_argument("--forest", help="forest file (rfcircuits.forest/1)")
@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 ORACLE_NAMES = ("brute", "bdd", "sat")
+
+
+def _bench_oracles(args: argparse.Namespace) -> int:
+    from crosscheck.speed import bench_oracles
+
+    return bench_oracles(args)
 
 
 def _oracles(text: str) -> tuple[str, ...]:
