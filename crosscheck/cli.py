@@ -57,7 +57,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_fuzz)
+
+    p = sub.add_parser("mutate", help="seed faults into the native engine; count what fuzz kills")
+    p.add_argument("--modules", help="comma list of module paths (default: sorting network, "
+                                     "class formulas, Apply, reasons, primes, robustness)")
+    p.add_argument("--sample", type=int, help="judge a seeded sample of N mutants")
+    p.add_argument("--budget", type=float, default=20.0, help="fuzz seconds per mutant")
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_mutate)
     return parser
+
+
+def _mutate(args: argparse.Namespace) -> int:
+    from crosscheck.mutate import cmd_mutate
+
+    return cmd_mutate(args)
 
 
 ORACLE_NAMES = ("brute", "bdd", "sat")

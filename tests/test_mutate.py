@@ -1,0 +1,44 @@
+"""The mutation tooling: operators, a mutant that must be killed is, the tree is untouched."""
+
+from __future__ import annotations
+
+import hashlib
+
+from crosscheck.mutate import ROOT, _mutated_source, judge, mutants, summary
+
+
+def tree_digest() -> str:
+    h = hashlib.sha256()
+    for package in ("core", "crosscheck"):
+        for path in sorted((ROOT / package).glob("*.py")):
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def test_operators_are_found_and_applied():
+    found = {m.operator for m in mutants("core/primes.py")} | \
+        {m.operator for m in mutants("core/robustness.py")}
+    assert {"binop", "cmp", "const", "delete", "not", "call"} <= found
+    for m in mutants("core/sortnet.py")[:40]:
+        original, mutated = _mutated_source(m)
+        assert original != mutated, m.ident
+
+
+def test_a_breaking_mutant_is_killed_and_the_tree_is_untouched(tmp_path):
+    before = tree_digest()
+    # minimal(): "u & v == u" (u is a subset of v) turned into "!=" breaks every prime set.
+    target = next(m for m in mutants("core/primes.py")
+                  if m.operator == "cmp" and m.change == "== → !=")
+    verdict = judge(target, budget=5, workdir=str(tmp_path))
+    assert verdict.status == "killed", verdict
+    assert verdict.diff.startswith("---")
+    assert tree_digest() == before
+
+
+def test_summary_counts():
+    from crosscheck.mutate import Verdict
+
+    data = summary([Verdict("a", "m", "cmp", "killed"), Verdict("b", "m", "cmp", "survived"),
+                    Verdict("c", "m", "const", "equivalent")])
+    assert (data["total"], data["killed"], data["equivalent"], data["kill_rate"]) == (3, 1, 1, 0.5)
+    assert len(data["survivors"]) == 1
