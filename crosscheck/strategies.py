@@ -101,10 +101,16 @@ def random_instance(rng: random.Random, forest: Forest) -> Instance:
 
 
 def forests(limits: Limits = Limits()):  # -> SearchStrategy[Forest]
-    """Hypothesis strategy of random forests (draws are shrinkable)."""
+    """Hypothesis strategy of random forests.
+
+    Half the draws come from hypothesis' recorded randomness (shrinkable, but biased towards
+    tiny forests), half from a seeded generator (sizes spread over the whole range)."""
     from hypothesis import strategies as st
 
-    return st.builds(random_forest, st.randoms(use_true_random=False), st.just(limits))
+    return st.one_of(
+        st.builds(random_forest, st.randoms(use_true_random=False), st.just(limits)),
+        st.builds(lambda seed: random_forest(random.Random(seed), limits),
+                  st.integers(0, 2 ** 32 - 1)))
 
 
 def forest_and_instance(limits: Limits = Limits()):  # -> SearchStrategy[tuple[Forest, Instance]]
