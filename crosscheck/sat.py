@@ -1,0 +1,606 @@
+"""SAT oracle: class formulas as CNF with reified cardinality constraints, queries under assumptions.
+
+Semantics are those of SPEC §2 (votes, tie policies, class formulas ``R^i``) and SPEC §3
+(reasons); edge cases follow SPEC §5. The oracle shares no algorithm with the native engine: no
+sorting network of its own, no decision graph, no closed form; only the data model of ``core``
+is used, and class membership itself is read from SAT models.
+
+**Encoding** (built once per forest and tie policy, then queried incrementally):
+
+- one variable per (feature, state), exactly one true per feature (``CardEnc.equals``);
+- per tree a reachability variable per node (the root is reached; a node is reached iff some
+  branch into it is taken; a branch is taken iff its parent is reached and the parent's feature
+  has one of the branch's states — trees may be DAGs) and a vote variable ``t_{l,i}`` that holds
+  iff tree ``l`` reaches a leaf labelled ``c_i``;
+- per comparison a selector ``g_{i,j}`` reified both ways, ``g → Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``
+  and ``¬g → Σ_l t_{l,i} + Σ_l ¬t_{l,j} <= n-1``, so ``g_{i,j} ⇔ [v_i >= v_j]`` (cardinality
+  encoding of :data:`ENCODINGS`). The strict comparison ``[v_i > v_j]``, the constraint
+  ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n+1``, is the negation of ``[v_j >= v_i]``: it is the literal
+  ``¬g_{j,i}``, so ``first`` needs one reified constraint per pair ``i < j``, ``all`` one per
+  ordered pair;
+- per class a selector ``r_i ⇔ R^i`` (SPEC §2: ``first``: ``∧_{j<i}[v_i > v_j] ∧
+  ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``).
+
+A world is fixed on a feature by assuming its state variable; a literal ``X ∈ S`` is asserted
+by assuming the state variables outside ``S`` false; ``R^i`` or ``¬R^i`` through ``r_i``.
+
+**Enumeration** (SRs, NRs, CEs) uses the MUS/MCS hitting-set duality. For a goal literal ``g``
+(``¬r_d`` for the decision ``d``, or ``r_t`` for a target class) a feature set ``V`` *frees*
+``g`` when some world differing from ``x`` only on ``V`` satisfies ``g`` (an MCS of the soft
+constraints "X keeps x[X]" under the hard ``g``), and *blocks* ``g`` when fixing ``V`` to ``x``
+makes ``g`` unsatisfiable (an unsatisfiable subset). Minimal freers are found by increasing size:
+a totalizer over the "feature changed" literals bounds the size by ``k``, every freer found is
+blocked (its supersets excluded), and ``k`` grows when the bound makes the goal unsatisfiable.
+A model found under bound ``k`` is a minimal freer, since every smaller freer contains one of the
+(already blocked) minimal freers of size ``< k``. The minimal blockers are then the minimal
+hitting sets of the minimal freers, enumerated by :class:`~pysat.examples.hitman.Hitman`.
+NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
+freers of ``R^t`` (SPEC §3). Robustness is a separate MaxSAT (RC2) computation.
+
+Enumerations run on one solver per goal literal holding the feature and tree clauses and the
+goal's atoms as unreified cardinality constraints (fewer clauses and no idle reified half,
+which made these many calls about 1.4× faster); the per-instance counter and blocking clauses
+are guarded by an activation literal that is retired afterwards. Every other query uses the
+reified encoding above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pysat.card import CardEnc, EncType, ITotalizer
+from pysat.examples.hitman import Hitman
+from pysat.examples.rc2 import RC2
+from pysat.formula import WCNF, IDPool
+from pysat.solvers import Solver, SolverNames
+
+from core.errors import InputError
+from core.explanation import ALL_WHAT, Explanation
+from core.forest import Branching, Forest, Instance, Leaf, check_ties
+from core.terms import Clause, Literal, Term
+
+#: Cardinality encodings accepted by the ``encoding`` parameter.
+ENCODINGS = {
+    "totalizer": EncType.totalizer,
+    "seqcounter": EncType.seqcounter,
+    "sortnetwrk": EncType.sortnetwrk,
+    "cardnetwrk": EncType.cardnetwrk,
+    "mtotalizer": EncType.mtotalizer,
+    "kmtotalizer": EncType.kmtotalizer,
+}
+
+
+class SatOracle:
+    """SAT/MaxSAT answers for one forest and tie policy (SPEC §2, §3).
+
+    ``encoding`` names the cardinality encoding of the vote comparisons (a key of
+    :data:`ENCODINGS`); ``solver`` is a PySAT solver name that honours assumptions (Kissat does
+    not and is refused).
+    """
+
+    SUPPORTS = frozenset({"sr", "nr", "ce", "robust"})
+
+    def __init__(self, forest: Forest, ties: str = "first", encoding: str = "totalizer",
+                 solver: str = "cadical195") -> None:
+        if encoding not in ENCODINGS:
+            raise InputError(f"unknown cardinality encoding {encoding!r}: expected one of "
+                             f"{', '.join(ENCODINGS)}")
+        if solver in SolverNames.kissat404:
+            raise InputError("Kissat ignores assumptions: choose another SAT solver")
+        self.forest = forest
+        self.ties = check_ties(ties)
+        self.encoding = encoding
+        self.solver_name = solver
+        self.n_features = len(forest.features)
+        self._pool = IDPool()
+        self._state_vars = [[self._pool.id(("x", f, s)) for s in range(feature.n_states)]
+                            for f, feature in enumerate(forest.features)]
+        self.clauses: list[list[int]] = []
+        self._ge: dict[tuple[int, int], int] = {}
+        self._atoms: list[list[tuple[int, int, int]]] = [[] for _ in forest.classes]
+        self._goal_solvers: dict[int, Solver] = {}
+        self._encode()
+        self._solver = Solver(name=solver, bootstrap_with=self.clauses)
+        self._enumerations = 0
+        # Answers about the most recent instance (explain and the checks ask several times).
+        self._cache_owner: Instance | None = None
+        self._cache: dict[Any, Any] = {}
+
+    def close(self) -> None:
+        """Release the SAT solvers."""
+        self._solver.delete()
+        for solver in self._goal_solvers.values():
+            solver.delete()
+
+    def __enter__(self) -> SatOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- encoding ---------------------------------------------------------------------------
+
+    def state_var(self, f: int, s: int) -> int:
+        """The variable of ``X_f = s``."""
+        return self._state_vars[f][s]
+
+    def _encode(self) -> None:
+        """The CNF of the module docstring, into :attr:`clauses`."""
+        forest, pool, add = self.forest, self._pool, self.clauses.append
+        true = pool.id("true")
+        add([true])
+        for row in self._state_vars:
+            self.clauses.extend(CardEnc.equals(row, 1, vpool=pool,
+                                               encoding=EncType.seqcounter).clauses)
+        n_classes = len(forest.classes)
+        self.vote_vars = [[pool.id(("t", l, i)) for i in range(n_classes)]
+                          for l in range(len(forest.trees))]
+        for l, tree in enumerate(forest.trees):
+            reach = [true] + [pool.id(("reach", l, k)) for k in range(1, len(tree.nodes))]
+            incoming: list[list[int]] = [[] for _ in tree.nodes]
+            leaves: list[list[int]] = [[] for _ in range(n_classes)]
+            for k, node in enumerate(tree.nodes):
+                if type(node) is Leaf:
+                    leaves[node.label].append(reach[k])
+                    continue
+                assert type(node) is Branching
+                row = self._state_vars[node.feature]
+                for b, (mask, child) in enumerate(node.branches):
+                    edge = pool.id(("edge", l, k, b))
+                    states = [v for s, v in enumerate(row) if mask >> s & 1]
+                    add([-edge, reach[k]])
+                    add([-edge] + states)
+                    for v in states:
+                        add([-reach[k], -v, edge])
+                    incoming[child].append(edge)
+            for k in range(1, len(tree.nodes)):
+                _define_or(add, reach[k], incoming[k])
+            for i in range(n_classes):
+                _define_or(add, self.vote_vars[l][i], leaves[i])
+        self._base_len = len(self.clauses)
+        self.class_vars = [pool.id(("r", i)) for i in range(n_classes)]
+        n = len(forest.trees)
+        for i, r in enumerate(self.class_vars):
+            conj = []
+            for j in range(n_classes):
+                if j == i:
+                    continue
+                if self.ties == "first" and j < i:
+                    conj.append(-self._comparison(j, i))  # [v_i > v_j] = ¬[v_j >= v_i]
+                    self._atoms[i].append((i, j, n + 1))
+                else:
+                    conj.append(self._comparison(i, j))
+                    self._atoms[i].append((i, j, n))
+            for lit in conj:
+                add([-r, lit])
+            add([r] + [-lit for lit in conj])
+
+    def _comparison(self, i: int, j: int) -> int:
+        """Selector ``g ⇔ [v_i >= v_j]``, i.e. ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``."""
+        if (i, j) not in self._ge:
+            n = len(self.forest.trees)
+            g = self._pool.id(("ge", i, j))
+            for clause in self._count((i, j, n), True):
+                self.clauses.append([-g] + clause)
+            for clause in self._count((i, j, n), False):
+                self.clauses.append([g] + clause)
+            self._ge[(i, j)] = g
+        return self._ge[(i, j)]
+
+    def _count(self, atom: tuple[int, int, int], holds: bool) -> list[list[int]]:
+        """Clauses of the atom ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= k`` (``holds``) or of its
+        negation ``<= k-1``, in the chosen cardinality encoding."""
+        i, j, k = atom
+        lits = [row[i] for row in self.vote_vars] + [-row[j] for row in self.vote_vars]
+        enc = ENCODINGS[self.encoding]
+        if holds:
+            return CardEnc.atleast(lits, k, vpool=self._pool, encoding=enc).clauses
+        return CardEnc.atmost(lits, k - 1, vpool=self._pool, encoding=enc).clauses
+
+    def _goal_solver(self, goal: int) -> Solver:
+        """A solver for the enumerations of one goal literal ``r_c`` or ``¬r_c``: the feature
+        and tree clauses with ``R^c`` (a conjunction of atoms) or ``¬R^c`` (a disjunction of
+        negated atoms, one selector each) as unreified cardinality constraints. Built once per
+        goal; leaner than the reified encoding, so the enumeration's many calls run faster."""
+        if goal not in self._goal_solvers:
+            c = self.class_vars.index(abs(goal))
+            clauses = self.clauses[:self._base_len]
+            atoms = self._atoms[c]
+            if goal > 0:
+                for atom in atoms:
+                    clauses.extend(self._count(atom, True))
+            else:
+                selectors = [self._pool.id(("not", c, atom)) for atom in atoms]
+                for sel, atom in zip(selectors, atoms):
+                    clauses.extend([-sel] + clause for clause in self._count(atom, False))
+                clauses.append(selectors)  # empty (unsatisfiable) when R^c is valid
+            self._goal_solvers[goal] = Solver(name=self.solver_name, bootstrap_with=clauses)
+        return self._goal_solvers[goal]
+
+    # -- primitive queries ------------------------------------------------------------------
+
+    def _model(self, assumptions: list[int]) -> list[int] | None:
+        """A model under the assumptions, or None when they are unsatisfiable."""
+        if self._solver.solve(assumptions=assumptions):
+            return self._solver.get_model()
+        return None
+
+    def _fix(self, x: Sequence[int], features: Iterable[int]) -> list[int]:
+        """Assumptions fixing the given features to the instance's states."""
+        return [self._state_vars[f][x[f]] for f in features]
+
+    def _term(self, term: Term) -> list[int]:
+        """Assumptions asserting every literal ``X ∈ S`` of a term."""
+        return [-v for f, mask in term for s, v in enumerate(self._state_vars[f])
+                if not mask >> s & 1]
+
+    def _diff(self, model: list[int], x: Sequence[int]) -> frozenset[int]:
+        """Features on which the model's world differs from ``x``."""
+        return frozenset(f for f, row in enumerate(self._state_vars) if model[row[x[f]] - 1] < 0)
+
+    def _allows(self, x: Sequence[int], freed: Iterable[int], goal: int) -> bool:
+        """Some world that differs from ``x`` only on ``freed`` satisfies the goal literal."""
+        free = set(freed)
+        rest = [f for f in range(self.n_features) if f not in free]
+        return self._model(self._fix(x, rest) + [goal]) is not None
+
+    def _cache_of(self, x: Instance) -> dict[Any, Any]:
+        """The result cache of ``x``; it is emptied when another instance comes."""
+        if x != self._cache_owner:
+            self._cache_owner, self._cache = x, {}
+        return self._cache
+
+    def _check_instance(self, x: Sequence[int]) -> Instance:
+        x = tuple(x)
+        if len(x) != self.n_features or any(
+                not 0 <= s < f.n_states for s, f in zip(x, self.forest.features)):
+            raise InputError(f"instance {x!r} does not fit the forest's features")
+        return x
+
+    def _check_items(self, items: Sequence[Literal]) -> None:
+        """Literals on distinct known features with proper state sets (SPEC §1)."""
+        seen = set()
+        for f, mask in items:
+            if not 0 <= f < self.n_features or f in seen:
+                raise InputError(f"literal on feature {f}: unknown or repeated feature")
+            if not 0 < mask < self.forest.features[f].full:
+                raise InputError(f"literal ({f}, {mask:#b}) is not a proper state set (SPEC §1)")
+            seen.add(f)
+
+    def _classify(self, x: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Votes and the classes ``x`` belongs to, read from the model of the fixed world."""
+        x = self._check_instance(x)
+        cache = self._cache_of(x)
+        if "classes" not in cache:
+            model = self._model(self._fix(x, range(self.n_features)))
+            assert model is not None, "every world satisfies the encoding"
+            votes = tuple(sum(model[row[i] - 1] > 0 for row in self.vote_vars)
+                          for i in range(len(self.forest.classes)))
+            member = tuple(i for i, r in enumerate(self.class_vars) if model[r - 1] > 0)
+            cache["classes"] = (votes, member)
+        return cache["classes"]
+
+    def votes(self, x: Sequence[int]) -> tuple[int, ...]:
+        """``v_i(x)`` for every class (SPEC §2)."""
+        return self._classify(x)[0]
+
+    def classes_of(self, x: Sequence[int]) -> tuple[int, ...]:
+        """All classes ``c`` with ``x ⊨ R^c`` (SPEC §2)."""
+        return self._classify(x)[1]
+
+    def decision(self, x: Sequence[int]) -> int:
+        """The first class ``c`` with ``x ⊨ R^c`` (SPEC §2); Δ is ``R^decision``."""
+        return self._classify(x)[1][0]
+
+    def member(self, x: Sequence[int], c: int) -> bool:
+        """``x ⊨ R^c``, by a SAT call with ``x`` and ``r_c`` assumed."""
+        x = self._check_instance(x)
+        return self._model(self._fix(x, range(self.n_features)) + [self._class_var(c)]) is not None
+
+    def _class_var(self, c: int) -> int:
+        """The selector ``r_c`` of a class index."""
+        if not 0 <= c < len(self.class_vars):
+            raise InputError(f"unknown class index {c}")
+        return self.class_vars[c]
+
+    def _not_delta(self, x: Sequence[int]) -> int:
+        """The literal ``¬r_d`` asserting ``¬Δ`` for the decision ``d`` on ``x``."""
+        return -self.class_vars[self.decision(x)]
+
+    def _implies(self, x: Sequence[int], term: Term) -> bool:
+        """``term ⊨ Δ``: no world satisfies the term and ``¬Δ``."""
+        return self._model(self._term(term) + [self._not_delta(x)]) is None
+
+    # -- checks of given items (SPEC §3) ----------------------------------------------------
+
+    def check_sr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
+        """SR check (SPEC §3). ``sufficient``: every world satisfying the term is in Δ (for
+        instance literals: every world agreeing with x on vars(term)); ``minimal``: sufficient
+        and no literal can be dropped keeping it sufficient (sufficiency is monotone, so dropping
+        one literal at a time suffices)."""
+        x = self._check_instance(x)
+        self._check_items(term)
+        sufficient = self._implies(x, term)
+        minimal = sufficient and not any(
+            self._implies(x, term[:k] + term[k + 1:]) for k in range(len(term)))
+        return {"sufficient": sufficient, "minimal": minimal}
+
+    def _check_freer(self, x: Sequence[int], clause: Clause, goal: int) -> tuple[bool, bool]:
+        """Instance literals whose features free ``goal``; and minimality of that set."""
+        self._check_items(clause)
+        simple = all(mask == 1 << x[f] for f, mask in clause)
+        features = [f for f, _ in clause]
+        holds = simple and self._allows(x, features, goal)
+        minimal = holds and not any(
+            self._allows(x, features[:k] + features[k + 1:], goal) for k in range(len(features)))
+        return holds, minimal
+
+    def check_nr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
+        """NR check (SPEC §3). ``necessary``: the literals are instance literals and some world
+        differing from x only on vars(clause) is not in Δ (CR ⊨ clause); ``minimal``: necessary
+        and no strict subset of its features is (monotone: one feature at a time suffices)."""
+        x = self._check_instance(x)
+        necessary, minimal = self._check_freer(x, clause, self._not_delta(x))
+        return {"necessary": necessary, "minimal": minimal}
+
+    def check_ce(self, x: Sequence[int], t: int, clause: Clause) -> dict[str, bool]:
+        """CE check (SPEC §3). ``reaches``: instance literals, and changing only vars(clause)
+        can put x into ``R^t``; ``minimal``: reaches and no strict subset of its features does."""
+        x = self._check_instance(x)
+        reaches, minimal = self._check_freer(x, clause, self._class_var(t))
+        return {"reaches": reaches, "minimal": minimal}
+
+    def _widen(self, x: Sequence[int], term: Term) -> Term:
+        """``τ'``: every literal widened by the instance's state (full literals dropped).
+
+        ``τ ⊨ GR`` iff ``τ' ⊨ Δ``: the union of ``GBox(w)`` over the models ``w`` of τ is the
+        model set of ``τ'`` (SPEC §3, GR)."""
+        out = []
+        for f, mask in term:
+            wide = mask | 1 << x[f]
+            if wide != self.forest.features[f].full:
+                out.append((f, wide))
+        return tuple(out)
+
+    def check_gsr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
+        """GSR check (SPEC §3). ``valid``: implicant of GR; ``prime``: valid and no one-state
+        widening (a literal that becomes full is dropped) is an implicant — implicants are closed
+        under strengthening, so one step suffices; ``variable_minimal``: prime and no implicant
+        of GR mentions a strict subset of its features — one exists iff the instance literals on
+        that subset imply Δ, which is monotone, so dropping one feature at a time suffices."""
+        x = self._check_instance(x)
+        self._check_items(term)
+        valid = self._implies(x, self._widen(x, term))
+        prime = valid and not any(self._implies(x, self._widen(x, weaker))
+                                  for weaker in self._widenings(term))
+        features = [f for f, _ in term]
+        variable_minimal = prime and not any(
+            self._implies(x, tuple((g, 1 << x[g]) for g in features if g != f)) for f in features)
+        return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
+
+    def _widenings(self, term: Term) -> Iterable[Term]:
+        """Terms one state weaker (a literal that becomes full is dropped)."""
+        for k, (f, mask) in enumerate(term):
+            full = self.forest.features[f].full
+            for s in range(self.forest.features[f].n_states):
+                if not mask >> s & 1:
+                    wide = mask | 1 << s
+                    yield term[:k] + (() if wide == full else ((f, wide),)) + term[k + 1:]
+
+    def _narrowings(self, x: Sequence[int], clause: Clause
+                    ) -> Iterable[tuple[Clause, tuple[int, int] | None]]:
+        """Clauses one state stronger (a literal that becomes empty is dropped), each with the
+        removed ``(feature, state)`` when only the worlds taking that state need examining: the
+        given clause is an implicate whenever this is asked, and its other falsifying
+        assignments already have escapes (:meth:`_gr_implicate`). Removing the instance's state
+        drops the literal from the test, so that case is checked in full."""
+        for k, (f, mask) in enumerate(clause):
+            for s in range(self.forest.features[f].n_states):
+                if mask >> s & 1:
+                    narrow = mask & ~(1 << s)
+                    stronger = clause[:k] + (((f, narrow),) if narrow else ()) + clause[k + 1:]
+                    yield stronger, (None if s == x[f] else (f, s))
+
+    def _gr_implicate(self, x: Sequence[int], clause: Clause,
+                      pinned: tuple[int, int] | None = None) -> bool:
+        """``GR ⊨ clause`` (SPEC §3), by counter-example guided search.
+
+        Literals missing the instance's state can be dropped without changing the answer (the
+        models of GR are closed under moving a feature back to x; see the lemma of the
+        brute-force oracle). For the rest, with ``V`` = vars(clause): the clause is an implicate
+        iff every assignment ``a`` of ``V`` falsifying it has a world ``b ∉ Δ`` with
+        ``b[X] ∈ {a[X], x[X]}`` on ``V`` and ``b = x`` elsewhere. A second solver proposes
+        falsifying assignments ``a``; each escape ``b`` found, with the set ``S`` of features
+        where ``b = a`` shrunk to a minimal one, rules out every ``a'`` agreeing with ``a`` on
+        ``S``. The clause is an implicate iff the proposals run out. With ``pinned = (X, s)`` only
+        the assignments with ``a[X] = s`` are examined (enough when the clause with ``s`` added
+        to the literal on ``X`` is known to be an implicate).
+        """
+        lits = [(f, m) for f, m in clause if m >> x[f] & 1]
+        if not lits:
+            return False  # x ⊨ GR falsifies the empty clause
+        features = [f for f, _ in lits]
+        base = self._fix(x, [f for f in range(self.n_features) if f not in features])
+        base.append(self._not_delta(x))
+        pool = IDPool()
+        choice: dict[int, tuple[int, int]] = {}
+        with Solver(name=self.solver_name) as proposer:
+            for f, mask in lits:
+                options = [pool.id((f, s)) for s in range(self.forest.features[f].n_states)
+                           if not mask >> s & 1]
+                choice.update((v, pool.obj(v)) for v in options)
+                proposer.append_formula(CardEnc.equals(options, 1, vpool=pool).clauses)
+            if pinned is not None:
+                proposer.add_clause([pool.id(pinned)])
+            while proposer.solve():
+                a = dict(choice[v] for v in proposer.get_model() if v in choice)
+                model = self._model(base + self._boxes(x, a, features))
+                if model is None:
+                    return False  # GBox(a) ⊆ Δ: a falsifies the clause and satisfies GR
+                moved = [f for f in features if model[self.state_var(f, x[f]) - 1] < 0]
+                for f in list(moved):
+                    if f not in moved:
+                        continue
+                    trial = [g for g in moved if g != f]
+                    again = self._model(base + self._boxes(x, a, trial)
+                                        + self._fix(x, [g for g in features if g not in trial]))
+                    if again is not None:
+                        moved = [g for g in trial if again[self.state_var(g, x[g]) - 1] < 0]
+                proposer.add_clause([-pool.id((f, a[f])) for f in moved])
+        return True
+
+    def _boxes(self, x: Sequence[int], a: dict[int, int], features: Iterable[int]) -> list[int]:
+        """Assumptions restricting each feature to ``{a[X], x[X]}``."""
+        return [-v for f in features for s, v in enumerate(self._state_vars[f])
+                if s != a[f] and s != x[f]]
+
+    def check_gnr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
+        """GNR check (SPEC §3). ``valid``: implicate of GR; ``prime``: valid and no one-state
+        narrowing (a literal that becomes empty is dropped) is an implicate — implicates are
+        closed under weakening, so one step suffices; ``variable_minimal``: prime and no
+        implicate of GR mentions a strict subset ``V'`` of its features — one exists iff some
+        world differing from x only on ``V'`` is outside Δ, which is monotone, so dropping one
+        feature at a time suffices.
+
+        Validity is decided by a counter-example loop over falsifying assignments
+        (:meth:`_gr_implicate`): fast for clauses on few features, exponential in the worst case.
+        """
+        x = self._check_instance(x)
+        self._check_items(clause)
+        valid = self._gr_implicate(x, clause)
+        prime = valid and not any(self._gr_implicate(x, stronger, pinned)
+                                  for stronger, pinned in self._narrowings(x, clause))
+        features = [f for f, _ in clause]
+        not_delta = self._not_delta(x)
+        variable_minimal = prime and not any(
+            self._allows(x, features[:k] + features[k + 1:], not_delta)
+            for k in range(len(features)))
+        return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
+
+    def check_flip(self, x: Sequence[int], clause: Clause,
+                   robustness: int | None) -> dict[str, bool]:
+        """Shortest-flip check (SPEC §3): ``valid`` iff the clause is a GNR (all three
+        :meth:`check_gnr` verdicts hold); ``shortest`` iff it mentions exactly ``robustness``
+        features — the robustness the caller states (``None``, no flip, makes it False)."""
+        verdict = self.check_gnr(x, clause)
+        return {"valid": all(verdict.values()),
+                "shortest": robustness is not None and len(clause) == robustness}
+
+    # -- enumeration (SPEC §3) --------------------------------------------------------------
+
+    def _freers(self, x: Instance, goal: int) -> list[frozenset[int]]:
+        """All minimal freers of ``goal`` at ``x``, by increasing size (module docstring)."""
+        if self.ties == "first" and len(self.class_vars) == 2 and abs(goal) == self.class_vars[1]:
+            goal = -self.class_vars[0] if goal > 0 else self.class_vars[0]  # R^1 = ¬R^0
+        cache = self._cache_of(x)
+        if goal in cache:
+            return cache[goal]
+        solver = self._goal_solver(goal)
+        found: list[frozenset[int]] = []
+        if solver.solve(assumptions=self._fix(x, range(self.n_features))):
+            found.append(frozenset())  # x itself satisfies the goal
+        elif solver.solve():
+            changed = [-row[x[f]] for f, row in enumerate(self._state_vars) if len(row) > 1]
+            counter = ITotalizer(lits=changed, ubound=len(changed), top_id=self._pool.top)
+            self._pool.occupy(self._pool.top + 1, counter.top_id)
+            self._enumerations += 1
+            active = self._pool.id(("active", self._enumerations))
+            # The counter and the blocking clauses hold only while ``active`` is assumed.
+            solver.append_formula([[-active] + c for c in counter.cnf.clauses])
+            for k in range(1, len(changed) + 1):
+                bound = [-counter.rhs[k]] if k < len(changed) else []
+                while solver.solve(assumptions=[active] + bound):
+                    freer = self._diff(solver.get_model(), x)
+                    found.append(freer)
+                    solver.add_clause([-active] + self._fix(x, sorted(freer)))
+                core = solver.get_core()
+                if not bound or core is None or bound[0] not in core:
+                    break  # unsatisfiable whatever the bound: no freer is left
+            solver.add_clause([-active])  # retire this enumeration's clauses
+        cache[goal] = found
+        return found
+
+    def _blockers(self, x: Instance, goal: int) -> list[frozenset[int]]:
+        """All minimal blockers of ``goal`` at ``x``: the minimal hitting sets of the minimal
+        freers (module docstring)."""
+        freers = self._freers(x, goal)
+        if not freers:
+            return [frozenset()]  # the goal is unsatisfiable: nothing needs fixing
+        if freers == [frozenset()]:
+            return []  # x satisfies the goal: no fixing blocks it
+        with Hitman(bootstrap_with=[sorted(w) for w in freers], solver="minisat22",
+                    htype="sorted") as hitman:
+            return [frozenset(h) for h in hitman.enumerate()]
+
+    def _simple(self, x: Sequence[int], sets: Iterable[frozenset[int]]) -> tuple[Term, ...]:
+        """Canonical terms/clauses of instance literals on each feature set."""
+        return Explanation.sets(tuple((f, 1 << x[f]) for f in sorted(v)) for v in sets)
+
+    def sufficient_reasons(self, x: Sequence[int]) -> tuple[Term, ...]:
+        """All SRs (SPEC §3): minimal feature sets whose fixing to x forces Δ; ``((),)`` when Δ
+        is valid (SPEC §5)."""
+        x = self._check_instance(x)
+        return self._simple(x, self._blockers(x, self._not_delta(x)))
+
+    def necessary_reasons(self, x: Sequence[int]) -> tuple[Clause, ...]:
+        """All NRs (SPEC §3): minimal feature sets whose change can leave Δ; ``()`` when Δ is
+        valid (SPEC §5)."""
+        x = self._check_instance(x)
+        return self._simple(x, self._freers(x, self._not_delta(x)))
+
+    def contrastive(self, x: Sequence[int], t: int) -> tuple[Clause, ...]:
+        """All CEs for target class ``t`` (SPEC §3): minimal ``V`` such that changing ``V`` can
+        put x into ``R^t``; ``()`` when no world is in ``R^t`` (SPEC §5). SPEC defines CEs only
+        for ``x ⊭ R^t``; otherwise the definition is applied as is and gives ``((),)``."""
+        x = self._check_instance(x)
+        return self._simple(x, self._freers(x, self._class_var(t)))
+
+    def robustness(self, x: Sequence[int]) -> int | None:
+        """Minimum number of features whose change leaves Δ (SPEC §3), by MaxSAT (RC2): the
+        encoding and ``¬Δ`` are hard, "feature keeps its state" is soft with weight 1. ``None``
+        when Δ is valid (no flip exists, SPEC §5)."""
+        x = self._check_instance(x)
+        cache = self._cache_of(x)
+        if "robustness" not in cache:
+            wcnf = WCNF()
+            wcnf.extend(self.clauses)
+            wcnf.append([self._not_delta(x)])
+            for row, s in zip(self._state_vars, x):
+                if len(row) > 1:
+                    wcnf.append([row[s]], weight=1)
+            with RC2(wcnf, solver=self.solver_name) as rc2:
+                cache["robustness"] = None if rc2.compute() is None else rc2.cost
+        return cache["robustness"]
+
+    def explain(self, x: Sequence[int], what: Sequence[str] = ("sr", "nr", "ce", "robust")
+                ) -> Explanation:
+        """The SPEC §5 record with the requested fields, all among :attr:`SUPPORTS`."""
+        x = self._check_instance(x)
+        unsupported = sorted(set(what) - self.SUPPORTS)
+        if unsupported:
+            raise NotImplementedError(
+                f"the SAT oracle enumerates only {', '.join(sorted(self.SUPPORTS))}, not "
+                f"{', '.join(unsupported)}; verify general reasons and flips item by item with "
+                "check_gsr, check_gnr and check_flip")
+        fields: dict[str, Any] = {}
+        if "sr" in what:
+            fields["sufficient_reasons"] = self.sufficient_reasons(x)
+        if "nr" in what:
+            fields["necessary_reasons"] = self.necessary_reasons(x)
+        if "ce" in what:
+            member = set(self.classes_of(x))
+            fields["contrastive"] = tuple((t, self.contrastive(x, t))
+                                          for t in range(len(self.forest.classes))
+                                          if t not in member)
+        if "robust" in what:
+            fields["robustness"] = self.robustness(x)
+        return Explanation(self.forest, x, self.ties, self.votes(x), self.decision(x),
+                           self.classes_of(x), tuple(k for k in ALL_WHAT if k in what), **fields)
+
+
+def _define_or(add: Any, out: int, inputs: list[int]) -> None:
+    """Clauses of ``out ⇔ ∨ inputs`` (``out`` false when there is no input)."""
+    add([-out] + inputs)
+    for v in inputs:
+        add([-v, out])

@@ -1,0 +1,334 @@
+"""The SAT oracle against SPEC §4 and against the brute-force oracle (SPEC §3 definitions)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.errors import InputError
+from core.forest import Branching, Feature, Forest, Leaf, Tree
+from core.terms import simple
+from crosscheck import spec_examples as ex
+from crosscheck.brute import BruteForce
+from crosscheck.sat import ENCODINGS, SatOracle
+from crosscheck.strategies import Limits, forest_and_instance, random_forest, random_instance
+
+LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
+PROPERTY = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+COMPARED = ("votes", "decision", "classes", "sufficient_reasons", "necessary_reasons",
+            "contrastive", "robustness")
+
+
+def _susan():
+    forest = ex.forest(ex.SUSAN_FOREST)
+    return forest, ex.instance(forest, ex.SUSAN)
+
+
+def _flip():
+    forest = ex.forest(ex.FLIP_FOREST)
+    return forest, ex.instance(forest, ex.FLIP)
+
+
+# -- SPEC §4 -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+def test_susan(ties):
+    forest, x = _susan()
+    answers = ex.SUSAN_ANSWERS
+    with SatOracle(forest, ties) as oracle:
+        e = oracle.explain(x)
+        assert forest.classes[e.decision] == answers["decision"]
+        assert e.sufficient_reasons == ex.expected(forest, answers["sufficient_reasons"])
+        assert e.necessary_reasons == ex.expected(forest, answers["necessary_reasons"])
+        assert e.robustness == answers["robustness"]
+        for term in ex.expected(forest, answers["general_sufficient_reasons"]):
+            assert oracle.check_gsr(x, term) == dict.fromkeys(
+                ("valid", "prime", "variable_minimal"), True)
+        for clause in ex.expected(forest, answers["general_necessary_reasons"]):
+            assert oracle.check_gnr(x, clause) == dict.fromkeys(
+                ("valid", "prime", "variable_minimal"), True)
+        for clause in ex.expected(forest, answers["shortest_flips"]):
+            assert oracle.check_flip(x, clause, e.robustness) == {"valid": True,
+                                                                  "shortest": True}
+        # The GSR (Age>=55 ∧ BType∈{A,B}) is not an SR, and the SR with BType=A is not prime in GR.
+        age_btype_ab = ex.expected(forest, [{"Age": [">=55"], "BType": ["A", "B"]}])[0]
+        assert oracle.check_sr(x, age_btype_ab)["sufficient"]
+        age_btype_a = ex.expected(forest, [{"Age": [">=55"], "BType": ["A"]}])[0]
+        assert oracle.check_gsr(x, age_btype_a) == {"valid": True, "prime": False,
+                                                    "variable_minimal": False}
+
+
+def test_flip_example():
+    forest, x = _flip()
+    answers = ex.FLIP_ANSWERS
+    with SatOracle(forest) as oracle:
+        e = oracle.explain(x)
+        assert e.necessary_reasons == ex.expected(forest, answers["necessary_reasons"])
+        assert e.robustness == answers["robustness"] == 2
+        (gnr,) = ex.expected(forest, answers["general_necessary_reasons"])
+        assert all(oracle.check_gnr(x, gnr).values())
+        assert oracle.check_flip(x, gnr, 2) == {"valid": True, "shortest": True}
+        assert oracle.check_flip(x, gnr, 3) == {"valid": True, "shortest": False}
+        # The NR is an implicate of CR, not of GR: X=2 ∧ Y=2 falsifies it and its GBox ⊆ Δ.
+        nr = e.necessary_reasons[0]
+        assert oracle.check_gnr(x, nr)["valid"] is False
+        # The only shortest flip is X=3 ∧ Y=3.
+        (world,) = [ex.instance(forest, w) for w in ex.FLIP_WORLDS]
+        flips = [w for w in itertools.product(range(3), range(3))
+                 if not oracle.member(w, e.decision)]
+        assert flips == [world]
+
+
+def test_figure1_class_counts():
+    forest = ex.forest(ex.FIGURE1_FOREST)
+    worlds = list(itertools.product(range(3), repeat=3))
+    with SatOracle(forest) as oracle:
+        for c, name in enumerate(forest.classes):
+            assert sum(oracle.member(w, c) for w in worlds) == ex.FIGURE1_COUNTS[name]
+
+
+# -- against brute force ----------------------------------------------------------------------
+
+
+def _compare(forest, x, ties, encoding="totalizer", solver="cadical195"):
+    brute = BruteForce(forest, ties).explain(x)
+    with SatOracle(forest, ties, encoding=encoding, solver=solver) as oracle:
+        mine = oracle.explain(x)
+        for name in COMPARED:
+            assert getattr(mine, name) == getattr(brute, name), name
+    return brute
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+@PROPERTY
+@given(case=forest_and_instance(LIMITS))
+def test_enumeration_matches_brute(ties, case):
+    forest, x = case
+    _compare(forest, x, ties)
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+@PROPERTY
+@given(case=forest_and_instance(LIMITS), seed=st.integers(0, 2**16))
+def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
+    forest, x = case
+    rng = random.Random(seed)
+    brute = BruteForce(forest, ties).explain(x)
+    ok3 = dict.fromkeys(("valid", "prime", "variable_minimal"), True)
+    with SatOracle(forest, ties) as oracle:
+        for term in brute.sufficient_reasons:
+            assert oracle.check_sr(x, term) == {"sufficient": True, "minimal": True}
+            if term:  # dropping a literal of a minimal term loses sufficiency
+                k = rng.randrange(len(term))
+                assert oracle.check_sr(x, term[:k] + term[k + 1:]) == {"sufficient": False,
+                                                                       "minimal": False}
+        for clause in brute.necessary_reasons:
+            assert oracle.check_nr(x, clause) == {"necessary": True, "minimal": True}
+            others = [f for f in range(len(forest.features)) if f not in dict(clause)]
+            if others:  # a superset of an NR is necessary but not minimal
+                f = rng.choice(others)
+                bigger = tuple(sorted(clause + ((f, 1 << x[f]),)))
+                assert oracle.check_nr(x, bigger) == {"necessary": True, "minimal": False}
+            k = rng.randrange(len(clause))
+            assert oracle.check_nr(x, clause[:k] + clause[k + 1:])["necessary"] is False
+            f, mask = clause[k]
+            wide = mask | 1 << rng.choice(
+                [s for s in range(forest.features[f].n_states) if not mask >> s & 1])
+            if wide != forest.features[f].full:  # NRs are made of instance literals
+                assert oracle.check_nr(x, clause[:k] + ((f, wide),) + clause[k + 1:])[
+                    "necessary"] is False
+        for t, ces in brute.contrastive:
+            for clause in ces:
+                assert oracle.check_ce(x, t, clause) == {"reaches": True, "minimal": True}
+                k = rng.randrange(len(clause))
+                assert oracle.check_ce(x, t, clause[:k] + clause[k + 1:])["reaches"] is False
+        for term in brute.general_sufficient_reasons:
+            assert oracle.check_gsr(x, term) == ok3
+            for k, (f, mask) in enumerate(term):
+                missing = [s for s in range(forest.features[f].n_states) if not mask >> s & 1]
+                wide = mask | 1 << rng.choice(missing)
+                if wide != forest.features[f].full:  # a prime implicant widened is no implicant
+                    assert oracle.check_gsr(x, term[:k] + ((f, wide),) + term[k + 1:])[
+                        "valid"] is False
+        for clause in brute.general_necessary_reasons:
+            assert oracle.check_gnr(x, clause) == ok3
+            for k, (f, mask) in enumerate(clause):
+                missing = [s for s in range(forest.features[f].n_states) if not mask >> s & 1]
+                wide = mask | 1 << rng.choice(missing)
+                if wide != forest.features[f].full:  # weaker: still an implicate, not prime
+                    assert oracle.check_gnr(x, clause[:k] + ((f, wide),) + clause[k + 1:]) == {
+                        "valid": True, "prime": False, "variable_minimal": False}
+        r = brute.robustness
+        for clause in brute.shortest_flips:
+            assert oracle.check_flip(x, clause, r) == {"valid": True, "shortest": True}
+            assert oracle.check_flip(x, clause, r + 1)["shortest"] is False
+            assert oracle.check_flip(x, clause, r - 1)["shortest"] is False
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=forest_and_instance(Limits(max_features=3, max_states=4, max_trees=5,
+                                       max_classes=3)),
+       seed=st.integers(0, 2**16))
+def test_check_verdicts_equal_definitions(ties, case, seed):
+    """Every verdict of every check, on arbitrary items, equals the brute-force definition."""
+    forest, x = case
+    rng = random.Random(seed)
+    brute = BruteForce(forest, ties)
+    delta = brute.class_worlds(forest.decision(x))
+    gr = brute.general_reason(x, delta)
+    full = brute.explain(x)
+    n = len(forest.features)
+    prime_implicants = set(brute._prime_implicants(x, gr))
+    prime_implicates = set(brute._prime_implicates(x, gr))
+    with SatOracle(forest, ties) as oracle:
+        for v in range(1 << n):
+            items = simple(x, v)
+            sufficient = brute.term_worlds(items) & ~delta == 0
+            assert oracle.check_sr(x, items) == {
+                "sufficient": sufficient, "minimal": items in full.sufficient_reasons}
+            assert oracle.check_nr(x, items) == {
+                "necessary": any(set(c) <= set(items) for c in full.necessary_reasons),
+                "minimal": items in full.necessary_reasons}
+            for t, ces in full.contrastive:
+                assert oracle.check_ce(x, t, items)["minimal"] == (items in ces)
+        options = [[None, *range(1, f.full)] for f in forest.features]
+        candidates = list(itertools.product(*options))
+        for choice in rng.sample(candidates, min(40, len(candidates))):
+            item = tuple((f, m) for f, m in enumerate(choice) if m is not None)
+            assert oracle.check_gsr(x, item) == {
+                "valid": brute.term_worlds(item) & ~gr == 0,
+                "prime": item in prime_implicants,
+                "variable_minimal": item in full.general_sufficient_reasons}
+            assert oracle.check_gnr(x, item) == {
+                "valid": gr & ~brute.clause_worlds(item) == 0,
+                "prime": item in prime_implicates,
+                "variable_minimal": item in full.general_necessary_reasons}
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_encodings_agree(encoding):
+    rng = random.Random(2024)
+    for _ in range(8):
+        forest = random_forest(rng, LIMITS)
+        x = random_instance(rng, forest)
+        for ties in ("first", "all"):
+            _compare(forest, x, ties, encoding=encoding)
+
+
+@pytest.mark.parametrize("solver", ["glucose4", "minisat22", "cadical195"])
+def test_solvers_agree(solver):
+    rng = random.Random(7)
+    for _ in range(6):
+        forest = random_forest(rng, LIMITS)
+        _compare(forest, random_instance(rng, forest), rng.choice(["first", "all"]),
+                 solver=solver)
+
+
+def test_sklearn_forest_matches_brute():
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+
+    from core.sklearn_import import forest_from_sklearn, instances_from_values
+
+    data, target = load_iris(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0).fit(data, target)
+    forest = forest_from_sklearn(model)
+    for x in instances_from_values(forest, data[::37]):
+        for ties in ("first", "all"):
+            _compare(forest, x, ties)
+
+
+# -- edge cases and interface -----------------------------------------------------------------
+
+
+def _constant_forest():
+    """Every world votes ``a``; class ``b`` is unreachable (SPEC §5 edge cases)."""
+    features = (Feature.categorical("f", ["u", "v"]), Feature.numeric("g", []))
+    return Forest(features, ("a", "b"), (Tree((Leaf(0),)), Tree((Leaf(0),))))
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+def test_valid_delta_and_unreachable_target(ties):
+    forest = _constant_forest()
+    with SatOracle(forest, ties) as oracle:
+        e = oracle.explain((1, 0))
+        assert e.sufficient_reasons == ((),)
+        assert e.necessary_reasons == ()
+        assert e.robustness is None
+        assert e.contrastive == ((1, ()),)
+        assert oracle.check_sr((1, 0), ()) == {"sufficient": True, "minimal": True}
+        assert oracle.check_flip((1, 0), ((0, 2),), None)["shortest"] is False
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+def test_single_class(ties):
+    features = (Feature.categorical("f", ["u", "v"]),)
+    tree = Tree((Branching(0, ((1, 1), (2, 2))), Leaf(0), Leaf(0)))
+    with SatOracle(Forest(features, ("a",), (tree,)), ties) as oracle:
+        e = oracle.explain((0,))
+        assert (e.classes, e.sufficient_reasons, e.necessary_reasons, e.contrastive,
+                e.robustness) == ((0,), ((),), (), (), None)
+        assert oracle.check_gsr((0,), ()) == dict.fromkeys(
+            ("valid", "prime", "variable_minimal"), True)
+        assert oracle.check_gnr((0,), ((0, 1),))["valid"] is False
+
+
+def test_target_already_reached_and_ties_all():
+    # One tree per class over a binary feature: at x both classes tie.
+    features = (Feature.categorical("f", ["u", "v"]),)
+    forest = Forest(features, ("a", "b"), (Tree((Leaf(0),)), Tree((Leaf(1),))))
+    with SatOracle(forest, "all") as oracle:
+        assert oracle.classes_of((0,)) == (0, 1)
+        assert oracle.contrastive((0,), 1) == ((),)
+        assert oracle.explain((0,)).contrastive == ()
+    with SatOracle(forest, "first") as oracle:
+        assert oracle.classes_of((0,)) == (0,)
+        assert oracle.contrastive((0,), 1) == ()
+
+
+def test_interface_errors():
+    forest, x = _susan()
+    with pytest.raises(InputError):
+        SatOracle(forest, encoding="ladder")
+    with pytest.raises(InputError):
+        SatOracle(forest, solver="kissat404")
+    with pytest.raises(InputError):
+        SatOracle(forest, ties="some")
+    with SatOracle(forest) as oracle:
+        assert oracle.SUPPORTS == {"sr", "nr", "ce", "robust"}
+        for what in ("gsr", "gnr", "flips"):
+            with pytest.raises(NotImplementedError, match="check_gsr"):
+                oracle.explain(x, ("sr", what))
+        with pytest.raises(InputError):
+            oracle.robustness((0, 0))
+        with pytest.raises(InputError):
+            oracle.contrastive(x, 2)
+        with pytest.raises(InputError):
+            oracle.check_ce(x, -1, ())
+        with pytest.raises(InputError):
+            oracle.check_sr(x, ((0, 3),))  # a full literal is not a literal
+        with pytest.raises(InputError):
+            oracle.check_gnr(x, ((1, 1), (1, 2)))
+        e = oracle.explain(x, ("robust",))
+        assert e.what == ("robust",) and e.sufficient_reasons == ()
+
+
+def test_member_and_votes_match_the_forest():
+    rng = random.Random(11)
+    for _ in range(10):
+        forest = random_forest(rng, LIMITS)
+        for ties in ("first", "all"):
+            with SatOracle(forest, ties) as oracle:
+                for w in itertools.islice(
+                        itertools.product(*(range(f.n_states) for f in forest.features)), 40):
+                    assert oracle.votes(w) == tuple(forest.votes(w))
+                    assert list(oracle.classes_of(w)) == forest.classes_of(w, ties)
+                    assert [c for c in range(len(forest.classes)) if oracle.member(w, c)] == \
+                        forest.classes_of(w, ties)
