@@ -26,14 +26,38 @@ def popcount(v: int) -> int:
 
 def minimal(family: Iterable[int]) -> list[int]:
     """The inclusion-minimal sets of a family (duplicates and supersets removed), sorted by
-    size then value."""
-    kept: list[int] = []
-    for v in sorted(set(family), key=lambda s: (s.bit_count(), s)):
-        for u in kept:
-            if u & v == u:
-                break
-        else:
-            kept.append(v)
+    size then value.
+
+    Sets are visited by growing size, so a set is kept unless a kept one is its subset. For
+    large families the kept sets are indexed per feature — bit ``k`` of ``holding[f]`` says
+    that the ``k``-th kept set contains ``f`` — and the kept subsets of ``v`` are those holding
+    no feature outside ``v``: a few big-integer operations instead of a scan."""
+    ordered = sorted(set(family), key=lambda s: (s.bit_count(), s))
+    if len(ordered) <= 64:
+        kept: list[int] = []
+        for v in ordered:
+            if not any(u & v == u for u in kept):
+                kept.append(v)
+        return kept
+    width = max(v.bit_length() for v in ordered)
+    holding = [0] * width
+    everything = 0
+    kept = []
+    for v in ordered:
+        outside = 0
+        for f in range(width):
+            if not v >> f & 1:
+                outside |= holding[f]
+        if everything & ~outside:
+            continue
+        bit = 1 << len(kept)
+        kept.append(v)
+        everything |= bit
+        rest = v
+        while rest:
+            low = rest & -rest
+            holding[low.bit_length() - 1] |= bit
+            rest ^= low
     return kept
 
 
