@@ -67,6 +67,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_mutate)
+
+    p = sub.add_parser("verify", help="grade another tool's explanations item by item")
+    p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
+    p.add_argument("--instances", required=True, help="instances (JSON Lines)")
+    p.add_argument("--explanations", required=True,
+                   help="the tool's explanations (JSON Lines, any subset of the SPEC §5 fields)")
+    p.add_argument("--ties", choices=TIES, default="first")
+    p.add_argument("--gnr-limit", type=int, default=None,
+                   help="largest GNR / shortest-flip validity check decided, in enumerated "
+                        "assignments (default: GNR_LIMIT of crosscheck/verify.py); beyond it "
+                        "the verdict is unknown")
+    p.add_argument("--oracle-only", default="",
+                   help="comma list of fields (or all) graded by the SAT oracle alone, without "
+                        "enumerating our complete answer: no completeness check")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.set_defaults(handler=cmd_verify)
+
+    p = sub.add_parser("verify-pyxai", help="run PyXAI on a scikit-learn forest and verify its "
+                                            "reasons (optional dependency: pip install pyxai)")
+    p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"))
+    p.add_argument("--trees", type=int, default=11)
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--instances", type=int, default=20, help="number of instances explained")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=60.0,
+                   help="seconds per PyXAI call (a call past it is killed and counted)")
+    p.add_argument("--no-theory", action="store_true",
+                   help="run PyXAI without its domain theory (thresholds as free Booleans)")
+    p.add_argument("--json", action="store_true", help="print the counts as one JSON object")
+    p.set_defaults(handler=cmd_verify_pyxai)
+
+    p = sub.add_parser("corpus", help="build or re-verify the golden corpus (fixtures/)")
+    corpus = p.add_subparsers(dest="corpus_command", required=True, metavar="build|check")
+    q = corpus.add_parser("build", help="regenerate the corpus deterministically; every answer "
+                                        "confirmed by every oracle that fits")
+    q.add_argument("--out", default="fixtures", help="corpus directory (replaced at the end)")
+    q.add_argument("--jobs", type=int, default=1, help="worker processes")
+    q.add_argument("--failures", default="corpus-failures",
+                   help="where repro files go when an oracle disagrees")
+    q.add_argument("--no-progress", action="store_true")
+    q = corpus.add_parser("check", help="re-verify a corpus with the native engine (and oracles)")
+    q.add_argument("--dir", default="fixtures", help="corpus directory")
+    q.add_argument("--jobs", type=int, default=1, help="worker processes")
+    q.add_argument("--oracles", nargs="?", const=",".join(ORACLE_NAMES),
+                   help="also re-confirm with these oracles (comma list; alone: all)")
+    q.add_argument("--no-progress", action="store_true")
+    p.set_defaults(handler=cmd_corpus)
     return parser
 
 
@@ -152,6 +199,47 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     if summary.interrupted:
         return 130
     return 1 if summary.failures else 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Grade an explanations file (issue 6): exit 0 correct and complete, 1 some item wrong or
+    missing, 2 malformed input."""
+    from crosscheck.verify import GNR_LIMIT, WHAT_OF, read_lines, verify
+
+    forest = load_forest(args.forest)
+    instances = load_instances(args.instances, forest)
+    rows = read_lines(args.explanations)
+    limit = GNR_LIMIT if args.gnr_limit is None else args.gnr_limit
+    if limit < 0:
+        raise InputError("--gnr-limit must be non-negative")
+    oracle_only = list(WHAT_OF) if args.oracle_only.strip() == "all" else \
+        [n.strip() for n in args.oracle_only.split(",") if n.strip()]
+    report = verify(forest, instances, rows, args.ties, args.explanations, limit, oracle_only)
+    print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.text())
+    return 0 if report.ok else 1
+
+
+def cmd_verify_pyxai(args: argparse.Namespace) -> int:
+    """PyXAI's reasons on a scikit-learn forest, graded by ``verify`` (issue 6)."""
+    from crosscheck.adapters.pyxai import run_verify_pyxai
+
+    return run_verify_pyxai(args)
+
+
+def cmd_corpus(args: argparse.Namespace) -> int:
+    """``corpus build`` / ``corpus check`` (issue 6): exit 1 on a disagreement or mismatch."""
+    from crosscheck.corpus import build, check
+
+    if args.jobs < 1:
+        raise InputError("--jobs must be positive")
+    if args.corpus_command == "build":
+        summary = build(args.out, args.jobs, progress=not args.no_progress,
+                        failures_dir=args.failures)
+    else:
+        oracles = _oracles(args.oracles) if args.oracles is not None else ()
+        summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress)
+    print(summary.text())
+    return 0 if summary.ok else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

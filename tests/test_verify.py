@@ -1,0 +1,434 @@
+"""``rfcircuits verify`` (issue 6): every planted error is flagged, correct files pass.
+
+Correct answers come from the native engine on the SPEC §4 examples, a small numeric +
+categorical forest and small random forests (both tie policies); each corruption of the
+issue's list is planted in one line and must make ``verify`` fail on that field. Literal
+forms (state names, indices, intervals), matching by order, partial files and the
+malformed-input policy (exit 2 naming line and field) are checked through the CLI too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import crosscheck.verify as verify_module
+from core.explain import Explainer
+from core.forest import Forest, Instance, forest_from_json, instance_to_json, load_instances
+from crosscheck.cli import main
+from crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN, SUSAN_FOREST,
+                                      forest, instance)
+from crosscheck.strategies import Limits, random_forest, random_instance
+from crosscheck.verify import verify
+
+NUMERIC_FOREST = {
+    "format": "rfcircuits.forest/1",
+    "classes": ["a", "b", "c"],
+    "features": [{"name": "x1", "thresholds": [0.5, 2.5, 4.0]},
+                 {"name": "col", "states": ["red", "green", "blue"]},
+                 {"name": "x2", "thresholds": [1.0]}],
+    "trees": [
+        {"nodes": [{"feature": "x1", "branches": [[[0], 1], [[1, 2, 3], 2]]}, {"class": "a"},
+                   {"feature": "col", "branches": [[[0, 2], 3], [[1], 4]]},
+                   {"class": "b"}, {"class": "c"}]},
+        {"nodes": [{"feature": "x1", "branches": [[[0, 1], 1], [[2, 3], 2]]}, {"class": "b"},
+                   {"feature": "x2", "branches": [[[0], 3], [[1], 4]]},
+                   {"class": "a"}, {"class": "c"}]},
+        {"nodes": [{"feature": "col", "branches": [[[0], 1], [[1, 2], 2]]}, {"class": "b"},
+                   {"feature": "x1", "branches": [[[0, 1, 2], 3], [[3], 4]]},
+                   {"class": "c"}, {"class": "a"}]},
+    ],
+}
+SET_FIELDS = ("sufficient_reasons", "necessary_reasons", "general_sufficient_reasons",
+              "general_necessary_reasons", "shortest_flips")
+GENERAL = ("general_sufficient_reasons", "general_necessary_reasons", "shortest_flips")
+
+
+def _cases() -> list[tuple[str, Forest, list[Instance], str]]:
+    susan = forest(SUSAN_FOREST)
+    flip = forest(FLIP_FOREST)
+    fig1 = forest(FIGURE1_FOREST)
+    numeric = forest_from_json(NUMERIC_FOREST)
+    cases = [
+        ("susan", susan, [instance(susan, SUSAN),
+                          instance(susan, {"Age": "<55", "Weight": "normal", "BType": "O"})],
+         "first"),
+        ("flip", flip, [instance(flip, FLIP), instance(flip, {"X": "3", "Y": "3"})], "first"),
+        ("figure1", fig1, [(0, 0, 0), (1, 1, 2), (2, 1, 0)], "first"),
+        ("numeric", numeric, [(1, 1, 0), (3, 0, 1), (0, 2, 1)], "first"),
+        ("numeric-all", numeric, [(1, 1, 0), (2, 2, 1)], "all"),
+    ]
+    limits = Limits(max_features=4, max_states=4, max_trees=5, max_classes=3, max_depth=3)
+    for seed in range(8):
+        rng = random.Random(seed)
+        f = random_forest(rng, limits)
+        cases.append((f"random-{seed}", f, [random_instance(rng, f) for _ in range(2)],
+                      "all" if seed % 4 == 3 else "first"))
+    return cases
+
+
+CASES = _cases()
+
+
+def _answers(f: Forest, xs: list[Instance], ties: str) -> list[dict]:
+    explainer = Explainer(f, ties)
+    return [explainer.explain(x).to_json() for x in xs]
+
+
+@pytest.fixture(scope="module")
+def answered() -> list[tuple[str, Forest, list[Instance], str, list[dict]]]:
+    return [(name, f, xs, ties, _answers(f, xs, ties)) for name, f, xs, ties in CASES]
+
+
+def _rows(lines: list[dict]) -> list[tuple[int, dict]]:
+    return list(enumerate(lines, start=1))
+
+
+def test_every_uncorrupted_file_is_accepted(answered):
+    for name, f, xs, ties, lines in answered:
+        report = verify(f, xs, _rows(lines), ties, name)
+        assert report.ok, (name, report.text())
+        assert report.matched_by == "instance"
+        summary = report.summary()
+        assert summary["items"]["wrong"] == summary["items"]["missing"] == 0
+        assert summary["items"]["disputed"] == 0
+        # Matched by order when no line names its instance.
+        bare = [{k: v for k, v in line.items() if k != "instance"} for line in lines]
+        report = verify(f, xs, _rows(bare), ties, name)
+        assert report.ok and report.matched_by == "order", name
+
+
+# --- corruptions ------------------------------------------------------------------------------
+
+
+def _literal(f: Forest, x: Instance, feature: int) -> dict:
+    return {"feature": f.features[feature].name, "states": [f.features[feature].states[x[feature]]]}
+
+
+def _corruptions(f: Forest, x: Instance, line: dict):
+    """(kind, description, field that must fail, corrupted line) for every applicable
+    corruption."""
+    index = f.feature_index
+    for name in SET_FIELDS:
+        items = line[name]
+        if items:
+            yield "drop", f"drop an item of {name}", name, {**line, name: items[1:]}
+        for k, item in enumerate(items):
+            used = {index[lit["feature"]] for lit in item}
+            free = [g for g in range(len(f.features)) if g not in used
+                    and f.features[g].n_states > 1]
+            if free:
+                added = item + [_literal(f, x, free[0])]
+                yield "add literal", f"add a literal to {name}[{k}]", name, \
+                    {**line, name: items[:k] + [added] + items[k + 1:]}
+            if item:
+                yield "remove literal", f"remove a literal from {name}[{k}]", name, \
+                    {**line, name: items[:k] + [item[1:]] + items[k + 1:]}
+            if name in GENERAL:
+                for j, lit in enumerate(item):
+                    feature = f.features[index[lit["feature"]]]
+                    outside = [s for s in feature.states if s not in lit["states"]]
+                    if len(outside) >= 2:  # the widened literal stays proper (SPEC §1)
+                        wide = copy.deepcopy(item)
+                        wide[j]["states"] = lit["states"] + [outside[0]]
+                        yield "add state", f"add a state to {name}[{k}][{j}]", name, \
+                            {**line, name: items[:k] + [wide] + items[k + 1:]}
+                        break
+    r = line["robustness"]
+    if r is not None:
+        for wrong in (r - 1, r + 1):
+            yield "robustness", f"robustness {wrong} for {r}", "robustness", \
+                {**line, "robustness": wrong}
+    targets = line["contrastive"]
+    for t, ces in targets.items():
+        for other in f.classes:
+            if other != t and ces:
+                moved = {**targets, t: ces[1:], other: targets.get(other, []) + ces[:1]}
+                yield "wrong target", f"a CE of {t} given for {other}", "contrastive", \
+                    {**line, "contrastive": moved}
+        if ces:
+            yield "drop", f"drop a CE of {t}", "contrastive", \
+                {**line, "contrastive": {**targets, t: ces[1:]}}
+
+
+def test_every_planted_error_is_flagged(answered):
+    planted = 0
+    kinds = set()
+    for name, f, xs, ties, lines in answered:
+        for x, line in zip(xs, lines):
+            for kind, what, field, bad in _corruptions(f, x, line):
+                report = verify(f, [x], [(1, bad)], ties, name)
+                assert not report.ok, (name, what)
+                failing = {r.field for r in report.lines[0].fields if r.status != "ok"}
+                assert field in failing, (name, what, report.text())
+                statuses = {r.status for r in report.lines[0].fields}
+                assert "disputed" not in statuses, (name, what, report.text())
+                planted += 1
+                kinds.add(kind)
+    assert planted > 300
+    assert kinds == {"drop", "add literal", "remove literal", "add state", "robustness",
+                     "wrong target"}
+
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.skipif(not (CORPUS / "MANIFEST.json").exists(), reason="no golden corpus")
+def test_corpus_answers_pass_and_planted_errors_are_flagged():
+    """The issue's acceptance test on a sample of the golden corpus (fixtures/)."""
+    manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
+    sample = [c["id"] for c in manifest["cases"][::30] if c["forest"]["worlds"] <= 10 ** 5]
+    assert sample
+    for case in sample:
+        directory = CORPUS / "cases" / case
+        f = forest_from_json(json.loads((directory / "forest.json").read_text()))
+        xs = load_instances(directory / "instances.jsonl", f)[:2]
+        for ties in ("first", "all"):
+            lines = [json.loads(line) for line in
+                     (directory / f"expected-{ties}.jsonl").read_text().splitlines()[:2]]
+            assert verify(f, xs, _rows(lines), ties, case).ok, (case, ties)
+            for kind, what, field, bad in _corruptions(f, xs[0], lines[0]):
+                report = verify(f, xs[:1], [(1, bad)], ties, case)
+                assert field in {r.field for r in report.lines[0].fields if r.status != "ok"}, \
+                    (case, ties, what)
+
+
+def test_missing_instances_and_partial_files(answered):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "numeric")
+    report = verify(f, xs, _rows(lines[:2]), ties)
+    assert not report.ok and [p for p, _ in report.missing_instances] == [3]
+    only = [{"instance": line["instance"], "robustness": line["robustness"],
+             "decision": line["decision"]} for line in lines]
+    assert verify(f, xs, _rows(only), ties).ok
+    wrong = copy.deepcopy(only)
+    wrong[0]["decision"] = next(c for c in f.classes if c != wrong[0]["decision"])
+    report = verify(f, xs, _rows(wrong), ties)
+    assert not report.ok and report.lines[0].fields[0].status == "wrong"
+
+
+def test_contrastive_entry_for_a_class_of_the_instance_is_wrong(answered):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "susan")
+    line = copy.deepcopy(lines[0])
+    line["contrastive"]["yes"] = [[{"feature": "Age", "states": [">=55"]}]]  # x is a yes
+    report = verify(f, xs[:1], [(1, line)], ties)
+    bad = [r for r in report.lines[0].fields if r.status != "ok"]
+    assert len(bad) == 1 and bad[0].target == 1 and "is in class yes" in bad[0].note
+
+
+# --- literal forms ----------------------------------------------------------------------------
+
+
+def _rewrite(f: Forest, lines: list[dict], form: str) -> list[dict]:
+    """Every literal as state indices, or as an interval where it is a run of a numeric
+    feature's states."""
+    def literal(lit: dict) -> dict:
+        feature = f.features[f.feature_index[lit["feature"]]]
+        states = [feature.states.index(s) for s in lit["states"]]
+        if form == "indices":
+            return {"feature": lit["feature"], "states": states}
+        ts = feature.thresholds
+        if ts is None or states != list(range(states[0], states[-1] + 1)):
+            return lit
+        low = None if states[0] == 0 else ts[states[0] - 1]
+        high = None if states[-1] == len(ts) else ts[states[-1]]
+        return {"feature": lit["feature"], "interval": [low, high]}
+
+    out = []
+    for line in lines:
+        line = copy.deepcopy(line)
+        for name in SET_FIELDS:
+            line[name] = [[literal(lit) for lit in item] for item in line[name]]
+        line["contrastive"] = {t: [[literal(lit) for lit in c] for c in ces]
+                               for t, ces in line["contrastive"].items()}
+        out.append(line)
+    return out
+
+
+def test_literal_forms_are_all_accepted(answered):
+    intervals = 0
+    for name, f, xs, ties, lines in answered:
+        for form in ("indices", "intervals"):
+            rewritten = _rewrite(f, lines, form)
+            assert verify(f, xs, _rows(rewritten), ties, name).ok, (name, form)
+            intervals += json.dumps(rewritten).count('"interval"') if form == "intervals" else 0
+    assert intervals > 20
+
+
+def test_raw_numbers_match_instances(answered):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "numeric")
+    raw = copy.deepcopy(lines)
+    for line, x in zip(raw, xs):
+        ts = f.features[0].thresholds
+        line["instance"]["x1"] = ts[x[0]] if x[0] < len(ts) else ts[-1] + 1.0  # in the state
+    report = verify(f, xs, _rows(raw), ties)
+    assert report.ok and [r.positions for r in report.lines] == [[1], [2], [3]]
+
+
+def test_interval_maps_to_exactly_the_covered_states():
+    f = forest_from_json(NUMERIC_FOREST)
+    x1 = f.features[0]
+    assert verify_module.interval_mask(x1, 0.5, 4.0, "w") == 0b0110
+    assert verify_module.interval_mask(x1, None, 0.5, "w") == 0b0001
+    assert verify_module.interval_mask(x1, 2.5, None, "w") == 0b1100
+    assert verify_module.interval_mask(x1, 0.5 * (1 + 1e-12), 4.0, "w") == 0b0110  # printing
+    with pytest.raises(Exception, match="cuts one of its states"):
+        verify_module.interval_mask(x1, 1.0, 4.0, "w")
+
+
+# --- the SAT-check size limit and disputes ----------------------------------------------------
+
+
+def test_gnr_checks_beyond_the_limit_are_unknown(answered):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "susan")
+    report = verify(f, xs, _rows(lines), ties, gnr_limit=0)
+    assert report.ok  # unknown verdicts on items the native engine lists are not failures
+    items = [i for r in report.lines for fr in r.fields if fr.field == "general_necessary_reasons"
+             for i in fr.items]
+    assert items and all(i.verdict["valid"] is None and "limit 0" in i.note for i in items)
+    line = copy.deepcopy(lines[0])
+    line["general_necessary_reasons"][0].append({"feature": "BType", "states": ["A"]})
+    report = verify(f, xs[:1], [(1, line)], ties, gnr_limit=0)
+    assert not report.ok  # not among ours, and the oracle cannot vouch for it
+
+
+def test_oracle_only_grades_listed_items_without_completeness(answered):
+    fields = list(verify_module.WHAT_OF)
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "figure1")
+    assert verify(f, xs, _rows(lines), ties, oracle_only=fields).ok
+    dropped = [{**line, "sufficient_reasons": line["sufficient_reasons"][1:]} for line in lines]
+    report = verify(f, xs, _rows(dropped), ties, oracle_only=fields)
+    assert report.ok  # completeness is not checked
+    assert all(fr.equal is None for r in report.lines for fr in r.fields if fr.items is not None)
+    for kind, what, field, bad in _corruptions(f, xs[0], lines[0]):
+        if kind != "drop":
+            report = verify(f, xs[:1], [(1, bad)], ties, oracle_only=fields)
+            assert not report.ok, what
+    report = verify(f, xs, _rows(lines), ties, gnr_limit=0, oracle_only=fields)
+    assert not report.ok and report.summary()["items"]["unknown"] > 0
+    with pytest.raises(Exception, match="not a SPEC §5 explanation field"):
+        verify(f, xs, _rows(lines), ties, oracle_only=["votes"])
+
+
+def test_native_and_oracle_disagreement_is_disputed(answered, monkeypatch):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "susan")
+
+    class Forgetful(Explainer):
+        """A native engine that loses one SR: the oracle must contradict it."""
+
+        def explain(self, x, what=()):  # type: ignore[override]
+            full = super().explain(x, what)
+            return type(full)(**{**full.__dict__,
+                                 "sufficient_reasons": full.sufficient_reasons[1:]})
+
+    monkeypatch.setattr(verify_module, "Explainer", Forgetful)
+    report = verify(f, xs[:1], [(1, lines[0])], ties)
+    statuses = [i.status for fr in report.lines[0].fields if fr.field == "sufficient_reasons"
+                for i in fr.items]
+    assert "disputed" in statuses and not report.ok
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def files(tmp_path, answered):
+    name, f, xs, ties, lines = next(c for c in answered if c[0] == "numeric")
+    paths = {k: tmp_path / k for k in ("forest.json", "i.jsonl", "e.jsonl")}
+    paths["forest.json"].write_text(json.dumps(NUMERIC_FOREST))
+    paths["i.jsonl"].write_text("".join(json.dumps(instance_to_json(f, x)) + "\n" for x in xs))
+    paths["e.jsonl"].write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return paths, lines
+
+
+def _run(paths, *extra: str) -> int:
+    return main(["verify", "--forest", str(paths["forest.json"]), "--instances",
+                 str(paths["i.jsonl"]), "--explanations", str(paths["e.jsonl"]), *extra])
+
+
+def test_cli_exit_codes_and_json(files, capsys):
+    paths, lines = files
+    assert _run(paths) == 0
+    out = capsys.readouterr().out
+    assert "everything correct and complete" in out and "[sufficient ✓ minimal ✓]" in out
+    bad = copy.deepcopy(lines)
+    bad[1]["robustness"] += 1
+    bad[2]["sufficient_reasons"] = bad[2]["sufficient_reasons"][1:]
+    paths["e.jsonl"].write_text("".join(json.dumps(line) + "\n" for line in bad))
+    assert _run(paths) == 1
+    out = capsys.readouterr().out
+    assert "too high" in out and "missing" in out
+    assert _run(paths, "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and doc["summary"]["items"]["missing"] == 1
+    assert doc["summary"]["scalars"]["robustness"] == {"ok": 2, "wrong": 1}
+    assert _run(paths, "--oracle-only", "sufficient_reasons") == 1  # robustness still wrong
+    assert "completeness not checked" in capsys.readouterr().out
+    assert _run(paths, "--oracle-only", "all", "--json") == 1
+    assert json.loads(capsys.readouterr().out)["summary"]["items"]["missing"] == 0
+    assert _run(paths, "--oracle-only", "bogus") == 2
+    assert "--oracle-only" in capsys.readouterr().err
+
+
+MALFORMED = [
+    # (what, edit of the first line or a whole-file text, expected fragments)
+    ("interval cutting a state",
+     lambda l: l.update(general_sufficient_reasons=[[{"feature": "x1", "interval": [1.0, 4.0]}]]),
+     ["line 1", "'general_sufficient_reasons[0][0]'", "cuts one of its states"]),
+    ("interval on a categorical feature",
+     lambda l: l.update(sufficient_reasons=[[{"feature": "col", "interval": [0, 1]}]]),
+     ["line 1", "'sufficient_reasons[0][0]'", "categorical"]),
+    ("unknown feature",
+     lambda l: l.update(necessary_reasons=[[{"feature": "zz", "states": [0]}]]),
+     ["line 1", "'necessary_reasons[0][0]'", "unknown feature 'zz'"]),
+    ("unknown state",
+     lambda l: l.update(necessary_reasons=[[{"feature": "col", "states": ["pink"]}]]),
+     ["line 1", "'necessary_reasons[0][0]'", "\"pink\""]),
+    ("state index out of range",
+     lambda l: l.update(necessary_reasons=[[{"feature": "col", "states": [7]}]]),
+     ["line 1", "'necessary_reasons[0][0]'", "7"]),
+    ("full literal",
+     lambda l: l.update(shortest_flips=[[{"feature": "x2", "states": [0, 1]}]]),
+     ["line 1", "'shortest_flips[0][0]'", "every state"]),
+    ("two literals on one feature",
+     lambda l: l.update(sufficient_reasons=[[{"feature": "col", "states": [0]},
+                                             {"feature": "col", "states": [1]}]]),
+     ["line 1", "'sufficient_reasons[0]'", "two literals on feature 'col'"]),
+    ("robustness of the wrong type", lambda l: l.update(robustness="two"),
+     ["line 1", "'robustness'"]),
+    ("unknown contrastive target", lambda l: l.update(contrastive={"zzz": []}),
+     ["line 1", "'contrastive.zzz'", "not a class"]),
+    ("tie policy differs", lambda l: l.update(ties="all"), ["line 1", "'ties'", "--ties"]),
+    ("instance on some lines only", lambda l: l.pop("instance"), ["line 1", "'instance'"]),
+    ("bad instance", lambda l: l["instance"].update(col="pink"), ["line 1", "'instance'", "col"]),
+]
+
+
+@pytest.mark.parametrize("what,edit,fragments", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_input_exits_2_naming_line_and_field(files, capsys, what, edit, fragments):
+    paths, lines = files
+    bad = copy.deepcopy(lines)
+    edit(bad[0])
+    paths["e.jsonl"].write_text("".join(json.dumps(line) + "\n" for line in bad))
+    assert _run(paths) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in err, (what, err)
+
+
+def test_malformed_files_exit_2(files, capsys):
+    paths, lines = files
+    paths["e.jsonl"].write_text(json.dumps(lines[0]) + "\n{not json\n")
+    assert _run(paths) == 2
+    assert "line 2: invalid JSON" in capsys.readouterr().err
+    bare = [{k: v for k, v in line.items() if k != "instance"} for line in lines]
+    paths["e.jsonl"].write_text("".join(json.dumps(line) + "\n" for line in bare + bare[:1]))
+    assert _run(paths) == 2
+    assert "line 4" in capsys.readouterr().err
+    paths["e.jsonl"].write_text("[1, 2]\n")
+    assert _run(paths) == 2
+    assert "line 1: expected a JSON object" in capsys.readouterr().err
