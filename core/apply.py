@@ -15,22 +15,25 @@ Optimisations, as a BDD package would have them:
 - **Global feature order**: when both operands are *ordered* (``DG.ordered``: features
   strictly increase along every path, hence test-once), :meth:`Apply.ordered` is the classic
   ordered-diagram Apply — no path needs carrying, since every test sees all states of its
-  feature, and the cache key is ``(op, D1, D2)``. The result is again ordered. Its recursion
-  depth is at most the number of features + 1 (ranks strictly increase at each level).
+  feature, and the cache key is ``(op, D1, D2)``. The result is again ordered. It runs in the
+  manager's node store (:mod:`core.dgstore`; the C extension by default), where a node's
+  branches are run-length segments over its states, so the branch loop is a linear merge of
+  two sorted segment lists. Its recursion depth is at most twice the number of features
+  (a rank strictly increases at each level).
 - **Node budget / timeout**: the manager raises ``BudgetExceeded`` (``--max-nodes``,
   ``--timeout``).
-- The computed tables persist across calls; :meth:`Apply.clear` drops them.
+- The computed tables persist across calls (the ordered one is the store's, shared by every
+  :class:`Apply` of the manager); :meth:`Apply.clear` drops them.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator
 from typing import Any
 
 from core.dgraph import FALSE, TRUE, DG
+from core.dgstore import AND, OR
 
-AND, OR = 0, 1
 Path = tuple[int, ...]
 
 
@@ -39,16 +42,12 @@ class Apply:
 
     def __init__(self, dg: DG) -> None:
         self.dg = dg
-        self._ordered_cache: tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]] = ({}, {})
         self._generic_cache: dict[tuple[Any, ...], int] = {}
         self._restrict_cache: dict[tuple[int, Path], int] = {}
-        depth_needed = 2 * len(dg.features) + 50
-        if sys.getrecursionlimit() < depth_needed:  # ordered Apply's proven depth bound
-            sys.setrecursionlimit(depth_needed)
 
     def clear(self) -> None:
-        for table in self._ordered_cache:
-            table.clear()
+        """Drop the computed tables (nodes stay)."""
+        self.dg.store.clear()
         self._generic_cache.clear()
         self._restrict_cache.clear()
 
@@ -61,49 +60,15 @@ class Apply:
         return self.apply(OR, a, b)
 
     def apply(self, op: int, a: int, b: int) -> int:
+        """``a op b`` (``AND`` or ``OR``), by ordered Apply when both are ordered, else Alg. 4."""
         ordered = self.dg.ordered
         if ordered[a] and ordered[b]:
             return self.ordered(op, a, b)
         return self.generic(op, a, b)
 
-    # -- ordered graphs -------------------------------------------------------------------------
-
     def ordered(self, op: int, a: int, b: int) -> int:
-        """Apply on two ordered graphs (see module docstring)."""
-        if op == AND:
-            if a == FALSE or b == FALSE:
-                return FALSE
-            if a == TRUE or a == b:
-                return b
-            if b == TRUE:
-                return a
-        else:
-            if a == TRUE or b == TRUE:
-                return TRUE
-            if a == FALSE or a == b:
-                return b
-            if b == FALSE:
-                return a
-        if a > b:
-            a, b = b, a
-        cache = self._ordered_cache[op]
-        result = cache.get((a, b))
-        if result is not None:
-            return result
-        dg = self.dg
-        fa, fb = dg.feature[a], dg.feature[b]
-        ra, rb = dg.rank[fa], dg.rank[fb]
-        recurse = self.ordered
-        if ra == rb:
-            kids = [(ma & mb, recurse(op, ca, cb))
-                    for ma, ca in dg.branches[a] for mb, cb in dg.branches[b] if ma & mb]
-            result = dg.node(fa, kids)
-        elif ra < rb:
-            result = dg.node(fa, [(m, recurse(op, c, b)) for m, c in dg.branches[a]])
-        else:
-            result = dg.node(fb, [(m, recurse(op, a, c)) for m, c in dg.branches[b]])
-        cache[(a, b)] = result
-        return result
+        """Apply on two ordered graphs (see module docstring): the store's ordered Apply."""
+        return self.dg.store.apply(op, a, b)
 
     # -- Alg. 4 ---------------------------------------------------------------------------------
 

@@ -6,20 +6,25 @@ each comparison) runs with :class:`core.apply.Apply` as the comparator: ``max`` 
 
 - ``apply="ordered"`` (default): each tree formula is built with the closed form
   ``∨_k ([X ∈ S_k] ∧ C(child))`` in ordered Apply under a global feature order, so every graph
-  is ordered (test-once) and the fast path of :mod:`core.apply` applies throughout;
+  is ordered (test-once) and the fast path of :mod:`core.apply` applies throughout. Sizes
+  depend on the order: :func:`feature_order` (default ``auto``) keeps the best of a few
+  static heuristics on a sample of the trees;
 - ``apply="generic"``: each tree is copied node for node (trees are weak test-once; re-tests
   keep only feasible states) and combined with paper Alg. 4.
 
 A decision graph negates by swapping leaves, so one network per unordered class pair ``a < b``
 serves both classes: ``[v_b > v_a] = ¬[v_a >= v_b]`` and ``[v_b >= v_a] = ¬[v_a > v_b]``.
 Alg. 3B keeps ``R^i`` as the list of its comparison graphs (their conjunction); Alg. 3A
-conjoins them with Apply into one graph.
+conjoins them with Apply into one graph. Between networks, once the manager has grown by
+:data:`COLLECT_GROWTH` since the last collection, the intermediate graphs of the finished
+networks are garbage collected (:meth:`DG.collect`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -29,17 +34,40 @@ from dataclasses import dataclass, field
 from core.apply import Apply
 from core.classformula import Ops, comparisons, pair_outputs, per_class
 from core.dgraph import FALSE, TRUE, DG
+from core.errors import BudgetExceeded
 from core.forest import Branching, Forest, check_ties, topological_order
 
-ORDERS = ("depth", "index", "usage")
+ORDERS = ("auto", "depth", "usage", "force", "index")
+#: Garbage-collect between pair networks once the manager holds this many times the nodes it
+#: kept at the last collection (amortised: each collection costs time linear in the nodes).
+COLLECT_GROWTH = 2.0
+#: ``auto`` samples growing prefixes of the trees until its best candidate order creates at
+#: least this many nodes (a fraction of a second of Apply).
+SAMPLE_NODES = 50_000
 
 
-def feature_order(forest: Forest, how: str = "depth") -> list[int]:
-    """A global feature order: ``depth`` puts features tested near the roots first (by mean
-    test depth, then by use), ``usage`` the most tested first, ``index`` the forest's order."""
+def feature_order(forest: Forest, how: str = "auto") -> list[int]:
+    """A global feature order for ordered Apply (the graphs' sizes depend on it).
+
+    ``depth`` puts features tested near the roots first (by mean test depth, then by use),
+    ``usage`` the most tested first, ``index`` is the forest's order. ``force`` refines
+    ``depth`` with FORCE (Aloul, Markov & Sakallah 2003): features whose tests are parent and
+    child in some tree are pulled together, which keeps trees spread over many features
+    (ionosphere, segment) from being split by many levels. ``auto`` (the default) compiles
+    Alg. 3B for ``depth``, ``usage`` and ``force`` on a prefix of the trees, doubling the
+    prefix (2, 4, 8, … trees, at most half the forest) until the best one creates
+    :data:`SAMPLE_NODES` nodes, and keeps the order that created the fewest nodes there
+    (deterministic: it counts nodes, not seconds). Trees are i.i.d., so a prefix ranks the
+    orders much as the whole forest does; ``force`` roughly halves the nodes of segment,
+    twonorm and waveform against ``depth``, and ``usage`` helps magic and ring.
+    """
     k = len(forest.features)
     if how == "index":
         return list(range(k))
+    if how == "auto":
+        return _sampled_best(forest, [feature_order(forest, h) for h in ORDERS[1:4]])
+    if how == "force":
+        return _force(forest, feature_order(forest, "depth"))
     uses = [0] * k
     depth_sum = [0] * k
     for tree in forest.trees:
@@ -60,9 +88,61 @@ def feature_order(forest: Forest, how: str = "depth") -> list[int]:
     raise ValueError(f"unknown order {how!r}: expected one of {', '.join(ORDERS)}")
 
 
+def _force(forest: Forest, start: list[int], rounds: int = 50) -> list[int]:
+    """FORCE on the (parent test, child test) feature pairs of the trees: each round places
+    every feature at the mean midpoint of its pairs; returns the order of least total pair
+    span seen, ``start`` included."""
+    pairs = [(node.feature, sub.feature) for tree in forest.trees for node in tree.nodes
+             if type(node) is Branching for _, child in node.branches
+             if type(sub := tree.nodes[child]) is Branching and sub.feature != node.feature]
+    k = len(start)
+    position = [0] * k
+    for i, f in enumerate(start):
+        position[f] = i
+    best = (sum(abs(position[a] - position[b]) for a, b in pairs), start)
+    for _ in range(rounds):
+        total, count = [0.0] * k, [0] * k
+        for a, b in pairs:
+            middle = (position[a] + position[b]) / 2
+            total[a] += middle
+            total[b] += middle
+            count[a] += 1
+            count[b] += 1
+        order = sorted(range(k), key=lambda f: (total[f] / count[f] if count[f] else position[f],
+                                                position[f]))
+        for i, f in enumerate(order):
+            position[f] = i
+        span = sum(abs(position[a] - position[b]) for a, b in pairs)
+        if span < best[0]:
+            best = (span, order)
+    return best[1]
+
+
+def _sampled_best(forest: Forest, candidates: list[list[int]]) -> list[int]:
+    """The candidate order with which Alg. 3B on a prefix of the trees creates the fewest
+    nodes (see :func:`feature_order`, ``auto``); earlier candidates win ties."""
+    orders = [o for i, o in enumerate(candidates) if o not in candidates[:i]]
+    half = max(1, len(forest.trees) // 2)
+    m = min(2, half)
+    while True:
+        sample = Forest(forest.features, forest.classes, forest.trees[:m])
+        created: list[float] = []
+        for order in orders:
+            # Stop an order early once it is 4x worse than the best so far, or too big to sample.
+            budget = int(min(4 * min(created, default=math.inf), 40 * SAMPLE_NODES))
+            try:
+                created.append(compile_dg(sample, order=order, max_nodes=budget).created)
+            except BudgetExceeded:
+                created.append(math.inf)
+        if min(created) >= SAMPLE_NODES or 2 * m > half:
+            return orders[created.index(min(created))]
+        m *= 2
+
+
 @dataclass
 class DGCompilation:
-    """Class formulas as decision graphs in one manager: ``roots[c]`` are R^c's conjuncts."""
+    """Class formulas as decision graphs in one manager: ``roots[c]`` are R^c's conjuncts
+    (one for Alg. 3A); ``roots_3b[c]`` are Alg. 3B's, also under ``form="dg"``."""
 
     dg: DG
     form: str
@@ -70,6 +150,9 @@ class DGCompilation:
     seconds: list[float]
     tree_seconds: float
     extra_3a_seconds: list[float] = field(default_factory=list)
+    roots_3b: list[list[int]] = field(default_factory=list)
+    #: Nodes created in all, garbage collected ones included (the work done).
+    created: int = 0
 
     def nodes(self, c: int) -> int:
         return self.dg.size(self.roots[c])
@@ -82,7 +165,7 @@ class DGCompilation:
 
 
 def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
-               apply: str = "ordered", order: str | Sequence[int] = "depth",
+               apply: str = "ordered", order: str | Sequence[int] = "auto",
                max_nodes: int | None = None, timeout: float | None = None,
                progress: Callable[[int, int], None] | None = None) -> DGCompilation:
     """Alg. 3B (``form="dg-conj"``) or Alg. 3A (``form="dg"``) for every class.
@@ -115,11 +198,20 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
     ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE)
     needed = _pair_plan(k, ties)
     conjuncts: list[list[int]] = [[] for _ in range(k)]
+    live = len(dg)
+    collected = 0
     for done, ((a, b), wants) in enumerate(needed.items(), start=1):
         t0 = time.perf_counter()
         graphs = pair_outputs(pos, neg, a, b, [strict for strict, _, _ in wants], ops)
         for graph, (_, owner, negated) in zip(graphs, wants):
             conjuncts[owner].append(dg.negate(graph) if negated else graph)
+        if done < len(needed) and len(dg) > COLLECT_GROWTH * live:
+            # The network's intermediate graphs are garbage now: without collecting them, the
+            # memory of a many-class forest is the sum of its networks', not their maximum.
+            collected += len(dg)
+            pos, neg, conjuncts = _collect(dg, ap, pos, neg, conjuncts)
+            live = len(dg)
+            collected -= live
         took = (time.perf_counter() - t0) / 2
         seconds[a] += took
         seconds[b] += took
@@ -127,6 +219,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         if progress:
             progress(done, len(needed))
     extra = [0.0] * k
+    roots_3b = [list(c) for c in conjuncts]
     if form == "dg":
         for c in range(k):
             t0 = time.perf_counter()
@@ -136,7 +229,15 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             conjuncts[c] = [root]
             extra[c] = time.perf_counter() - t0
             seconds[c] += extra[c]
-    return DGCompilation(dg, form, conjuncts, seconds, tree_seconds, extra)
+    return DGCompilation(dg, form, conjuncts, seconds, tree_seconds, extra, roots_3b,
+                         collected + len(dg))
+
+
+def _collect(dg: DG, ap: Apply, *groups: list[list[int]]) -> list[list[list[int]]]:
+    """:meth:`DG.collect` keeping the node lists ``groups`` (returned renumbered)."""
+    new = iter(dg.collect([n for group in groups for ids in group for n in ids]))
+    ap.clear()
+    return [[[next(new) for _ in ids] for ids in group] for group in groups]
 
 
 def _pair_plan(k: int, ties: str) -> dict[tuple[int, int], list[tuple[bool, int, bool]]]:
@@ -215,8 +316,7 @@ def bench_dg(args: argparse.Namespace) -> int:
         comp = compile_dg(forest, form="dg" if table4 else "dg-conj")
         t_3b = (sum(comp.seconds) - sum(comp.extra_3a_seconds)) / k
         if table4:
-            conj = compile_dg(forest, form="dg-conj")
-            row.update(n_3b=round(sum(conj.nodes(c) for c in range(k)) / k, 1),
+            row.update(n_3b=round(sum(comp.dg.size(rs) for rs in comp.roots_3b) / k, 1),
                        n_3a=round(sum(comp.nodes(c) for c in range(k)) / k, 1),
                        t_3b=round(t_3b, 4), t_3a_3b=round(sum(comp.extra_3a_seconds) / k, 4))
         else:
@@ -234,5 +334,6 @@ def bench_dg(args: argparse.Namespace) -> int:
                 row["paper_" + key] = ref[ref_key] if same else None
         if row.get("t_ratio") is not None:
             row["t_ratio"] = round(row["t_ratio"], 4)  # type: ignore[arg-type]
+        del comp  # free this forest's graphs before the next one is compiled
         out.row(row)
     return 0

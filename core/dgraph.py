@@ -4,30 +4,61 @@ Class Formulas").
 A :class:`DG` manager owns immutable nodes with integer ids: the leaves ``FALSE`` (0) and
 ``TRUE`` (1) and decision nodes ``(feature, branches)`` whose branches ``(state mask, child)``
 have disjoint non-empty masks. :meth:`DG.node` reduces (branches to the same child are merged;
-a node whose branches all lead to one child *is* that child) and hash-conses through a unique
-table, so equal nodes are one id. Children have smaller ids than parents: ascending ids are a
-topological order, and traversals here are loops.
+a node whose branches all lead to one child *is* that child) and hash-conses, so equal nodes
+are one id. Children have smaller ids than parents: ascending ids are a topological order, and
+traversals here are loops.
 
 A graph is **weak test-once** when along every path the branch states of a node are exactly
 the states of its feature still feasible there (:meth:`DG.check_invariants`). With a global
 feature order (``rank``) a node is *ordered* when its features strictly increase along every
 path — then it is test-once, the case :mod:`core.apply` accelerates; the flag is kept per node.
+
+:class:`DG` is a facade over a node *store* that holds each node's branches as run-length
+segments over state indices (see :mod:`core.dgstore`) and implements hash-consing, ordered
+Apply and negation: the C extension ``core/_dgstore.c`` (built on first use by
+:mod:`core._native`) or, when ``RFCIRCUITS_PURE_PYTHON=1`` is set or the extension cannot be
+built, the pure-Python reference :class:`core.dgstore.PyStore`. Both give the same node ids
+for the same calls. :data:`BACKEND` names the active one. ``branches[n]`` (masks) is derived
+from the segments on first use.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore
 from core.errors import BudgetExceeded
 from core.forest import Feature, Forest, mask_states, weak_test_once_violation
 
-FALSE = 0
-TRUE = 1
-LEAF = -1
+__all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
+
 T = TypeVar("T")
+
+
+def _stores() -> tuple[dict[str, Any], str]:
+    """The available store classes by backend name, and the default backend."""
+    stores: dict[str, Any] = {"python": PyStore}
+    if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
+        return stores, "python"
+    from core import _native
+
+    try:
+        stores["c"] = _native.load().Store
+    except _native.NativeUnavailable as exc:
+        print(f"rfcircuits: warning: C decision-graph store unavailable ({exc}); "
+              "using the slower pure-Python store", file=sys.stderr)
+        return stores, "python"
+    return stores, "c"
+
+
+#: Store classes by backend name ("c" when the extension loaded, and "python").
+#: BACKEND: the backend new :class:`DG` managers use ("c" or "python").
+STORES, BACKEND = _stores()
 
 
 class DG:
@@ -44,55 +75,56 @@ class DG:
         self.rank = [0] * len(self.features)
         for position, f in enumerate(order):
             self.rank[f] = position
-        self.feature: list[int] = [LEAF, LEAF]
-        self.branches: list[tuple[tuple[int, int], ...]] = [(), ()]
-        #: vars[n]: features tested at or below node n (bitmask).
-        self.vars: list[int] = [0, 0]
-        #: ordered[n]: features strictly increase in rank along every path below n.
-        self.ordered: list[bool] = [True, True]
-        self._unique: dict[tuple[int, tuple[tuple[int, int], ...]], int] = {}
-        self._negation: dict[int, int] = {FALSE: TRUE, TRUE: FALSE}
         self.max_nodes = max_nodes
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
+        self.backend = BACKEND
+        self.store = STORES[BACKEND](
+            [f.n_states for f in self.features], self.rank, max_nodes, self.deadline,
+            BudgetExceeded, f"decision graphs exceed --max-nodes {max_nodes}",
+            "" if timeout is None else f"compilation exceeds --timeout {timeout:g} s")
+        #: feature[n]: the feature node n tests (LEAF for the leaves).
+        self.feature: Sequence[int] = self.store.feature
+        #: ordered[n]: features strictly increase in rank along every path below n.
+        self.ordered: Sequence[bool] = self.store.ordered
+        #: branches[n]: ``(state mask, child)`` pairs sorted by lowest state (leaves: ``()``).
+        self.branches = _Branches(self.store)
+        #: vars[n]: features tested at or below node n (bitmask).
+        self.vars = _Vars(self.store)
 
     def __len__(self) -> int:
-        return len(self.feature)
+        return len(self.store)
 
     # -- construction ---------------------------------------------------------------------------
 
     def node(self, feature: int, branches: Iterable[tuple[int, int]]) -> int:
         """The reduced, hash-consed node testing ``feature`` with these (disjoint) branches."""
-        by_child: dict[int, int] = {}
+        runs = []  # (first state, end state, child) of each run of consecutive states
         for mask, child in branches:
-            by_child[child] = by_child.get(child, 0) | mask
-        if len(by_child) == 1:
-            return next(iter(by_child))
-        key = (feature, tuple(sorted(((m, c) for c, m in by_child.items()),
-                                     key=lambda mc: mc[0] & -mc[0])))
-        n = self._unique.get(key)
-        if n is None:
-            n = self._create(key)
-        return n
-
-    def _create(self, key: tuple[int, tuple[tuple[int, int], ...]]) -> int:
-        feature, branches = key
-        n = len(self.feature)
-        if self.max_nodes is not None and n - 2 >= self.max_nodes:
-            raise BudgetExceeded(f"decision graphs exceed --max-nodes {self.max_nodes}")
-        if self.deadline is not None and n & 0x1FFF == 0 and time.monotonic() > self.deadline:
-            raise BudgetExceeded(f"compilation exceeds --timeout {self._timeout:g} s")
-        rank, below, ordered = self.rank[feature], 1 << feature, True
-        for _, c in branches:
-            below |= self.vars[c]
-            if c > TRUE and (not self.ordered[c] or self.rank[self.feature[c]] <= rank):
-                ordered = False
-        self.feature.append(feature)
-        self.branches.append(branches)
-        self.vars.append(below)
-        self.ordered.append(ordered)
-        self._unique[key] = n
-        return n
+            while mask:
+                low = mask & -mask
+                above = mask + low  # the carry clears the lowest run and sets the bit past it
+                runs.append((low.bit_length() - 1, (above & ~mask).bit_length() - 1, child))
+                mask &= above
+        runs.sort()
+        segments: list[tuple[int, int]] = []
+        covered = 0
+        for start, end, child in runs:
+            if start < covered:
+                raise ValueError(f"node on feature {feature}: branch masks overlap")
+            if start > covered:
+                segments.append((start, GAP))
+            if segments and segments[-1][1] == child:
+                segments[-1] = (end, child)
+            else:
+                segments.append((end, child))
+            covered = end
+        n_states = self.features[feature].n_states
+        if covered > n_states:
+            raise ValueError(f"node on feature {feature}: state {covered - 1} does not exist")
+        if covered < n_states:
+            segments.append((n_states, GAP))
+        return self.store.make(feature, tuple(segments))
 
     def literal(self, feature: int, mask: int) -> int:
         """The one-node graph of ``feature ∈ mask``."""
@@ -105,24 +137,22 @@ class DG:
 
     def negate(self, root: int) -> int:
         """``¬root``: the same graph with leaves swapped (memoised)."""
-        neg = self._negation
-        for n in self.reachable([root]):
-            if n not in neg:
-                neg[n] = self.node(self.feature[n], [(m, neg[c]) for m, c in self.branches[n]])
-        return neg[root]
+        return self.store.negate(root)
+
+    def collect(self, roots: Sequence[int]) -> list[int]:
+        """Garbage collection: keep only the nodes below ``roots`` (and the leaves), renumbered
+        in the same relative order, and return the roots' new ids. Every other id, and every
+        Apply cache of this manager, becomes invalid (:meth:`core.apply.Apply.clear`)."""
+        new = self.store.collect(list(roots))
+        self.branches = _Branches(self.store)
+        self.vars = _Vars(self.store)
+        return new
 
     # -- traversal ------------------------------------------------------------------------------
 
     def reachable(self, roots: Iterable[int]) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological)."""
-        seen = set()
-        stack = list(roots)
-        while stack:
-            n = stack.pop()
-            if n not in seen:
-                seen.add(n)
-                stack.extend(c for _, c in self.branches[n])
-        return sorted(seen)
+        return self.store.reachable(list(roots))
 
     def size(self, roots: Iterable[int]) -> int:
         """Distinct nodes below the roots, leaves included."""
@@ -140,11 +170,12 @@ class DG:
         return [value[r] for r in roots]
 
     def evaluate(self, root: int, x: Sequence[int]) -> bool:
-        """Truth value on instance ``x`` (follow the branch holding each state)."""
+        """Truth value on instance ``x`` (follow the segment holding each state)."""
         n = root
         while n > TRUE:
-            bit = 1 << x[self.feature[n]]
-            n = next(c for m, c in self.branches[n] if m & bit)
+            state = x[self.feature[n]]
+            n = next(c for end, c in self.store.segments(n) if state < end)
+            assert n != GAP, "the instance's state is not feasible at a node on its path"
         return n == TRUE
 
     def count_models(self, root: int) -> int:
@@ -177,21 +208,27 @@ class DG:
         return memo[(root, start)]
 
     def check_invariants(self, roots: Sequence[int]) -> None:
-        """Assert structure (reduced, hash-consed, disjoint masks, children first) and the
-        weak test-once property below the roots; raises AssertionError."""
+        """Assert structure (canonical segments, reduced, hash-consed, children first, correct
+        ``ordered`` flags) and the weak test-once property below the roots; raises
+        AssertionError."""
         nodes = self.reachable(roots)
+        store = self.store
         for n in nodes:
             if n <= TRUE:
                 continue
-            f, branches = self.feature[n], self.branches[n]
-            assert self._unique.get((f, branches)) == n, f"node {n} not in the unique table"
-            assert len(branches) >= 2, f"node {n} is not reduced (one branch)"
-            assert len({c for _, c in branches}) == len(branches), f"node {n}: repeated child"
-            seen = 0
-            for m, c in branches:
-                assert m and not m & seen and not m & ~self.full[f], f"node {n}: bad masks"
-                assert c < n, f"node {n}: child {c} created later"
-                seen |= m
+            f, segments = self.feature[n], store.segments(n)
+            assert store.lookup(f, segments) == n, f"node {n} not in the unique table"
+            ends = [e for e, _ in segments]
+            assert ends == sorted(set(ends)) and ends[0] > 0 \
+                and ends[-1] == self.features[f].n_states, f"node {n}: bad segment ends"
+            assert all(x[1] != y[1] for x, y in zip(segments, segments[1:])), \
+                f"node {n}: adjacent segments lead to the same child"
+            children = {c for _, c in segments if c != GAP}
+            assert len(children) >= 2, f"node {n} is not reduced (one child)"
+            assert max(children) < n, f"node {n}: a child was created later"
+            ordered = all(c <= TRUE or self.ordered[c] and self.rank[self.feature[c]] > self.rank[f]
+                          for c in children)
+            assert self.ordered[n] == ordered, f"node {n}: wrong ordered flag"
         problem = weak_test_once_violation(
             [n for n in reversed(nodes) if n > TRUE] if nodes else [], roots,
             lambda n: (self.feature[n], self.branches[n]) if n > TRUE else None, self.full)
@@ -249,3 +286,63 @@ class DG:
                 lines.append(f"  n{n} -> n{c} [label={label}];")
         lines.append("}")
         return "\n".join(lines) + "\n"
+
+
+class _Branches:
+    """``branches[n]`` of a store's node: ``(state mask, child)`` per child, sorted by lowest
+    state, computed from the segments on first use (masks are built only in Python)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._cache: dict[int, tuple[tuple[int, int], ...]] = {FALSE: (), TRUE: ()}
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __getitem__(self, n: int) -> tuple[tuple[int, int], ...]:
+        branches = self._cache.get(n)
+        if branches is None:
+            masks: dict[int, int] = {}  # insertion order = order of the lowest states
+            start = 0
+            for end, child in self._store.segments(n):
+                if child != GAP:
+                    masks[child] = masks.get(child, 0) | (1 << end) - (1 << start)
+                start = end
+            branches = self._cache[n] = tuple((m, c) for c, m in masks.items())
+        return branches
+
+
+class _Vars:
+    """``vars[n]``: bitmask of the features tested at or below node ``n``, memoised on first
+    use (Alg. 4 keys its cache on the path restricted to these features)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+        self._memo: dict[int, int] = {FALSE: 0, TRUE: 0}
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def __getitem__(self, n: int) -> int:
+        memo = self._memo
+        value = memo.get(n)
+        if value is not None:
+            return value
+        store = self._store
+        stack = [n]
+        while stack:  # post-order; paths of weak test-once graphs can be long, so no recursion
+            m = stack[-1]
+            if m in memo:
+                stack.pop()
+                continue
+            children = [c for _, c in store.segments(m) if c != GAP]
+            missing = [c for c in children if c not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            value = 1 << store.feature[m]
+            for c in children:
+                value |= memo[c]
+            memo[m] = value
+            stack.pop()
+        return memo[n]

@@ -1,0 +1,1116 @@
+/* Decision-graph node store in C: the same interface and node ids as the reference
+ * implementation core/dgstore.py (PyStore), whose docstrings define the semantics; this file
+ * only says how it is laid out (SPEC §2; paper §3 "Tractable Class Formulas": the ordered
+ * special case of Alg. 4, used as the comparators of the sorting networks of Alg. 3B/3A).
+ *
+ * Layout. Nodes are appended (and compacted in place by collect): a node id indexes an array
+ * of 16-byte records (first segment, feature, number of segments, ordered flag), and the
+ * segments of all nodes sit in one pool. A segment is (end_exclusive, child) over the state
+ * indices of the node's feature, child GAP for states not feasible at the node. Masks (Python
+ * ints of any width) never reach C: the facade core/dgraph.py converts between masks and
+ * segments. The unique table and the two computed tables (one per operation) are
+ * open-addressing hash tables with linear probing, kept at most half full and doubled when
+ * needed. Arrays grow geometrically; dealloc frees everything.
+ *
+ * Recursion. Ordered Apply recurses in C: every level raises the rank of at least one
+ * operand's top feature, so the depth is at most twice the number of features. A call first
+ * lists its sub-problems (one per output segment) on a shared job stack, prefetching their
+ * computed-table slots, then solves them in order, pushing the output segments on a shared
+ * scratch stack. Nested calls may move both stacks and the node arrays (creating nodes), so
+ * they are addressed by index across calls. Negation and traversals use explicit stacks.
+ *
+ * Limits. Node creation checks max_nodes; every 64k Apply steps or node creations the store
+ * checks CLOCK_MONOTONIC (the clock of time.monotonic() on Linux) against the deadline and
+ * calls PyErr_CheckSignals() so that Ctrl-C interrupts a long Apply. Budget errors raise the
+ * exception class given by the facade (BudgetExceeded) with the facade's messages.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LEAF (-1)
+#define GAP (-1)
+#define ERR (-2) /* error return of functions returning node ids (a Python error is set) */
+#define OP_AND 0
+#define OP_OR 1
+#define TICK_MASK 0xFFFFu
+#define MIN_TABLE 1024
+
+typedef struct {
+    int32_t end;
+    int32_t child;
+} Seg;
+
+typedef struct {
+    int32_t a, b, r; /* a == -1: empty slot */
+} Entry;
+
+typedef struct {
+    Entry *slots;
+    size_t mask; /* capacity - 1 (capacity a power of two) */
+    size_t used;
+} Table;
+
+typedef struct {
+    int64_t first;     /* index of the node's first segment in the pool */
+    int32_t feat;      /* feature tested, LEAF for the leaves */
+    uint32_t nseg : 31; /* number of segments */
+    uint32_t ord : 1;  /* ordered flag */
+} Node;                /* 16 bytes: what Apply and hash-consing read, in one cache line */
+
+typedef struct {
+    int32_t id; /* -1: empty slot */
+    uint32_t hash;
+} Slot;
+
+typedef struct {
+    int32_t end, a, b; /* a sub-problem of ordered Apply: a op b, for states before end */
+} Job;
+
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} IntVec;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t n_features;
+    int32_t *n_states; /* per feature */
+    int32_t *rank;     /* per feature */
+    /* nodes */
+    size_t n_nodes, cap_nodes;
+    Node *node;
+    int32_t *neg;    /* negation, -1 while unknown */
+    uint32_t *mark;  /* traversal marks: mark[n] == epoch means visited */
+    uint32_t epoch;
+    Seg *segs;
+    size_t n_segs, cap_segs;
+    /* tables */
+    Slot *unique; /* the hash beside the id: a probe reads node data only on a hash match */
+    size_t unique_mask;
+    Table computed[2];
+    Seg *scratch; /* stack of segment lists under construction */
+    size_t n_scratch, cap_scratch;
+    Job *jobs; /* stack of the sub-problems of the Apply calls in progress */
+    size_t n_jobs, cap_jobs;
+    /* limits */
+    long long max_nodes; /* -1: none */
+    int has_deadline;
+    double deadline;
+    PyObject *error, *nodes_message, *time_message;
+    unsigned int ticks;
+} Store;
+
+typedef struct {
+    PyObject_HEAD
+    Store *store;
+    int kind; /* 0: feature, 1: ordered */
+} Column;
+
+static PyTypeObject StoreType;
+static PyTypeObject ColumnType;
+
+/* -- memory ---------------------------------------------------------------------------- */
+
+/* Growth step of the arrays: geometric, by half (less slack than doubling, which matters
+ * at hundreds of millions of segments). */
+static size_t grown(size_t cap, size_t need)
+{
+    if (cap < 16)
+        cap = 16;
+    while (cap < need)
+        cap += cap / 2;
+    return cap;
+}
+
+static int resize(void **p, size_t count, size_t size)
+{
+    void *q = PyMem_Realloc(*p, count * size);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    return 0;
+}
+
+/* Make room for `need` elements of `size` bytes in *p (capacity *cap). */
+static int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t cap2 = grown(*cap, need);
+    if (resize(p, cap2, size) < 0)
+        return -1;
+    *cap = cap2;
+    return 0;
+}
+
+static int vec_push(IntVec *v, int32_t x)
+{
+    if (reserve((void **)&v->v, &v->cap, v->n + 1, sizeof(int32_t)) < 0)
+        return -1;
+    v->v[v->n++] = x;
+    return 0;
+}
+
+/* The per-node arrays share the capacity cap_nodes. */
+static int reserve_nodes(Store *S, size_t need)
+{
+    if (need <= S->cap_nodes)
+        return 0;
+    size_t cap = grown(S->cap_nodes, need);
+    if (resize((void **)&S->node, cap, sizeof(Node)) < 0
+        || resize((void **)&S->neg, cap, sizeof(int32_t)) < 0
+        || resize((void **)&S->mark, cap, sizeof(uint32_t)) < 0)
+        return -1;
+    S->cap_nodes = cap;
+    return 0;
+}
+
+/* -- hashing --------------------------------------------------------------------------- */
+
+static inline uint64_t mix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static uint32_t node_hash(int32_t f, const Seg *s, size_t k)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint32_t)f;
+    for (size_t i = 0; i < k; i++) {
+        h ^= ((uint64_t)(uint32_t)s[i].end << 32) | (uint32_t)s[i].child;
+        h *= 0x9e3779b97f4a7c15ULL;
+        h ^= h >> 29;
+    }
+    return (uint32_t)mix64(h);
+}
+
+static inline size_t pair_hash(int32_t a, int32_t b)
+{
+    return (size_t)mix64(((uint64_t)(uint32_t)a << 32) | (uint32_t)b);
+}
+
+/* -- unique table ---------------------------------------------------------------------- */
+
+/* The node (f, s[0..k)) or -1; *slot is where to insert it when absent. */
+static int32_t unique_find(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, size_t *slot)
+{
+    size_t i = h & S->unique_mask;
+    for (;;) {
+        Slot e = S->unique[i];
+        if (e.id < 0) {
+            *slot = i;
+            return -1;
+        }
+        const Node *d = &S->node[e.id];
+        if (e.hash == h && d->feat == f && d->nseg == k
+            && memcmp(S->segs + d->first, s, k * sizeof(Seg)) == 0)
+            return e.id;
+        i = (i + 1) & S->unique_mask;
+    }
+}
+
+static int unique_grow(Store *S)
+{
+    size_t cap = 2 * (S->unique_mask + 1);
+    Slot *t = PyMem_Malloc(cap * sizeof(Slot));
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(t, 0xff, cap * sizeof(Slot));
+    for (size_t j = 0; j <= S->unique_mask; j++) {
+        Slot e = S->unique[j];
+        if (e.id < 0)
+            continue;
+        size_t i = e.hash & (cap - 1);
+        while (t[i].id >= 0)
+            i = (i + 1) & (cap - 1);
+        t[i] = e;
+    }
+    PyMem_Free(S->unique);
+    S->unique = t;
+    S->unique_mask = cap - 1;
+    return 0;
+}
+
+/* -- computed tables ------------------------------------------------------------------- */
+
+static int table_init(Table *T, size_t cap)
+{
+    T->slots = PyMem_Malloc(cap * sizeof(Entry));
+    if (T->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(T->slots, 0xff, cap * sizeof(Entry));
+    T->mask = cap - 1;
+    T->used = 0;
+    return 0;
+}
+
+static int32_t table_find(const Table *T, int32_t a, int32_t b)
+{
+    size_t i = pair_hash(a, b) & T->mask;
+    for (;;) {
+        const Entry *e = &T->slots[i];
+        if (e->a < 0)
+            return -1;
+        if (e->a == a && e->b == b)
+            return e->r;
+        i = (i + 1) & T->mask;
+    }
+}
+
+static void table_put(Table *T, int32_t a, int32_t b, int32_t r)
+{
+    size_t i = pair_hash(a, b) & T->mask;
+    while (T->slots[i].a >= 0 && !(T->slots[i].a == a && T->slots[i].b == b))
+        i = (i + 1) & T->mask;
+    if (T->slots[i].a < 0)
+        T->used++;
+    T->slots[i] = (Entry){a, b, r};
+}
+
+static int table_insert(Table *T, int32_t a, int32_t b, int32_t r)
+{
+    if (2 * (T->used + 1) > T->mask + 1) {
+        Table bigger;
+        if (table_init(&bigger, 2 * (T->mask + 1)) < 0)
+            return -1;
+        for (size_t i = 0; i <= T->mask; i++)
+            if (T->slots[i].a >= 0)
+                table_put(&bigger, T->slots[i].a, T->slots[i].b, T->slots[i].r);
+        PyMem_Free(T->slots);
+        *T = bigger;
+    }
+    table_put(T, a, b, r);
+    return 0;
+}
+
+/* -- limits ---------------------------------------------------------------------------- */
+
+static double monotonic_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Count one unit of work; every TICK_MASK + 1 units check signals and the deadline. */
+static int tick(Store *S)
+{
+    if ((++S->ticks & TICK_MASK) != 0)
+        return 0;
+    if (PyErr_CheckSignals() < 0)
+        return -1;
+    if (S->has_deadline && monotonic_now() > S->deadline) {
+        PyErr_SetObject(S->error, S->time_message);
+        return -1;
+    }
+    return 0;
+}
+
+/* -- nodes ----------------------------------------------------------------------------- */
+
+static int32_t create(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, size_t slot)
+{
+    if (S->max_nodes >= 0 && (long long)S->n_nodes - 2 >= S->max_nodes) {
+        PyErr_SetObject(S->error, S->nodes_message);
+        return ERR;
+    }
+    if (S->n_nodes >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "too many decision-graph nodes");
+        return ERR;
+    }
+    if (tick(S) < 0 || reserve_nodes(S, S->n_nodes + 1) < 0
+        || reserve((void **)&S->segs, &S->cap_segs, S->n_segs + k, sizeof(Seg)) < 0)
+        return ERR;
+    size_t n = S->n_nodes;
+    int32_t r = S->rank[f];
+    uint8_t ordered = 1;
+    for (size_t i = 0; i < k; i++) {
+        int32_t c = s[i].child;
+        if (c > 1 && (!S->node[c].ord || S->rank[S->node[c].feat] <= r))
+            ordered = 0;
+    }
+    memcpy(S->segs + S->n_segs, s, k * sizeof(Seg));
+    S->node[n] = (Node){(int64_t)S->n_segs, f, (uint32_t)k, ordered};
+    S->neg[n] = -1;
+    S->mark[n] = 0;
+    S->n_segs += k;
+    S->n_nodes = n + 1;
+    S->unique[slot] = (Slot){(int32_t)n, h};
+    if (2 * (S->n_nodes - 2) > S->unique_mask + 1 && unique_grow(S) < 0)
+        return ERR;
+    return (int32_t)n;
+}
+
+/* The reduced, hash-consed node for canonical segments s[0..k) (PyStore.make). */
+static int32_t make_node(Store *S, int32_t f, const Seg *s, size_t k)
+{
+    int32_t only = GAP;
+    size_t i;
+    for (i = 0; i < k; i++) {
+        int32_t c = s[i].child;
+        if (c == GAP)
+            continue;
+        if (only == GAP)
+            only = c;
+        else if (c != only)
+            break;
+    }
+    if (i == k) { /* at most one feasible child: the node is that child */
+        if (only == GAP) {
+            PyErr_SetString(PyExc_ValueError, "a decision node needs at least one feasible state");
+            return ERR;
+        }
+        return only;
+    }
+    uint32_t h = node_hash(f, s, k);
+    size_t slot;
+    int32_t n = unique_find(S, f, s, k, h, &slot);
+    return n >= 0 ? n : create(S, f, s, k, h, slot);
+}
+
+/* Append a segment to the list starting at scratch[base], merging equal neighbours. */
+static int push_seg(Store *S, size_t base, int32_t end, int32_t child)
+{
+    if (S->n_scratch > base && S->scratch[S->n_scratch - 1].child == child) {
+        S->scratch[S->n_scratch - 1].end = end;
+        return 0;
+    }
+    if (reserve((void **)&S->scratch, &S->cap_scratch, S->n_scratch + 1, sizeof(Seg)) < 0)
+        return -1;
+    S->scratch[S->n_scratch++] = (Seg){end, child};
+    return 0;
+}
+
+/* -- ordered Apply (PyStore._apply) ---------------------------------------------------- */
+
+/* The result when a leaf operand or a == b decides a op b, else -1. */
+static inline int32_t terminal(int op, int32_t a, int32_t b)
+{
+    if (op == OP_AND) {
+        if (a == 0 || b == 0)
+            return 0;
+        if (a == 1 || a == b)
+            return b;
+        if (b == 1)
+            return a;
+    }
+    else {
+        if (a == 1 || b == 1)
+            return 1;
+        if (a == 0 || a == b)
+            return b;
+        if (b == 0)
+            return a;
+    }
+    return -1;
+}
+
+/* Queue the sub-problem a op b of the segment ending at `end` (a == GAP: infeasible), and
+ * prefetch its computed-table slot: the tables outgrow the CPU caches, and issuing all of a
+ * node's lookups before the first recursion overlaps their memory latencies. */
+static int push_job(Store *S, int op, int32_t end, int32_t a, int32_t b)
+{
+    if (reserve((void **)&S->jobs, &S->cap_jobs, S->n_jobs + 1, sizeof(Job)) < 0)
+        return -1;
+    S->jobs[S->n_jobs++] = (Job){end, a, b};
+#if defined(__GNUC__)
+    if (a != GAP && terminal(op, a, b) < 0) {
+        const Table *T = &S->computed[op];
+        __builtin_prefetch(&T->slots[(a < b ? pair_hash(a, b) : pair_hash(b, a)) & T->mask]);
+        __builtin_prefetch(&S->node[a]);
+        __builtin_prefetch(&S->node[b]);
+    }
+#endif
+    return 0;
+}
+
+static int32_t apply_rec(Store *S, int op, int32_t a, int32_t b)
+{
+    int32_t r = terminal(op, a, b);
+    if (r >= 0)
+        return r;
+    if (a > b) { /* commutative: one cache entry per unordered pair */
+        int32_t t = a;
+        a = b;
+        b = t;
+    }
+    r = table_find(&S->computed[op], a, b);
+    if (r >= 0)
+        return r;
+    if (tick(S) < 0)
+        return ERR;
+    Node na = S->node[a], nb = S->node[b];
+    int32_t ra = S->rank[na.feat], rb = S->rank[nb.feat];
+    int32_t f = ra <= rb ? na.feat : nb.feat;
+    size_t base = S->n_scratch, jobs = S->n_jobs;
+    if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */
+        const Seg *sa = S->segs + na.first, *sb = S->segs + nb.first;
+        for (;;) {
+            int32_t end = sa->end < sb->end ? sa->end : sb->end;
+            int gap = sa->child == GAP || sb->child == GAP;
+            if (push_job(S, op, end, gap ? GAP : sa->child, sb->child) < 0)
+                goto fail;
+            if (end == S->n_states[f])
+                break;
+            sa += sa->end == end;
+            sb += sb->end == end;
+        }
+    }
+    else { /* the operand testing first branches; the other is constant along its branches */
+        Node top = ra < rb ? na : nb;
+        int32_t other = ra < rb ? b : a;
+        for (const Seg *s = S->segs + top.first; s < S->segs + top.first + top.nseg; s++)
+            if (push_job(S, op, s->end, s->child, other) < 0)
+                goto fail;
+    }
+    /* Recursion may move the pool, the job stack and the scratch stack: indices only. */
+    for (size_t q = jobs; q < S->n_jobs; q++) {
+        Job job = S->jobs[q];
+        int32_t child = job.a == GAP ? GAP : apply_rec(S, op, job.a, job.b);
+        if (child == ERR || push_seg(S, base, job.end, child) < 0)
+            goto fail;
+    }
+    r = make_node(S, f, S->scratch + base, S->n_scratch - base);
+    S->n_scratch = base;
+    S->n_jobs = jobs;
+    if (r == ERR || table_insert(&S->computed[op], a, b, r) < 0)
+        return ERR;
+    return r;
+fail:
+    S->n_scratch = base;
+    S->n_jobs = jobs;
+    return ERR;
+}
+
+/* -- traversal ------------------------------------------------------------------------- */
+
+static uint32_t next_epoch(Store *S)
+{
+    if (++S->epoch == 0) { /* wrapped: forget all marks */
+        memset(S->mark, 0, S->n_nodes * sizeof(uint32_t));
+        S->epoch = 1;
+    }
+    return S->epoch;
+}
+
+static int cmp_int32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* Depth-first from the nodes already in `out` (marked with epoch ep): append every node
+ * reachable from them, skipping nodes for which skip_known says neg is known. */
+static int reach(Store *S, IntVec *out, uint32_t ep, int skip_known)
+{
+    IntVec stack = {NULL, 0, 0};
+    for (size_t i = 0; i < out->n; i++)
+        if (vec_push(&stack, out->v[i]) < 0)
+            goto fail;
+    while (stack.n) {
+        int32_t n = stack.v[--stack.n];
+        for (int64_t i = S->node[n].first; i < S->node[n].first + S->node[n].nseg; i++) {
+            int32_t c = S->segs[i].child;
+            if (c == GAP || S->mark[c] == ep || (skip_known && S->neg[c] >= 0))
+                continue;
+            S->mark[c] = ep;
+            if (vec_push(&stack, c) < 0 || vec_push(out, c) < 0)
+                goto fail;
+        }
+    }
+    PyMem_Free(stack.v);
+    return 0;
+fail:
+    PyMem_Free(stack.v);
+    return -1;
+}
+
+/* PyStore.negate: the nodes still to negate, children first (ascending ids). */
+static int32_t negate(Store *S, int32_t root)
+{
+    if (S->neg[root] >= 0)
+        return S->neg[root];
+    IntVec pending = {NULL, 0, 0};
+    uint32_t ep = next_epoch(S);
+    S->mark[root] = ep;
+    if (vec_push(&pending, root) < 0 || reach(S, &pending, ep, 1) < 0)
+        goto fail;
+    qsort(pending.v, pending.n, sizeof(int32_t), cmp_int32);
+    for (size_t p = 0; p < pending.n; p++) {
+        int32_t n = pending.v[p];
+        if (S->neg[n] >= 0)
+            continue;
+        Node d = S->node[n];
+        size_t k = d.nseg, base = S->n_scratch;
+        if (reserve((void **)&S->scratch, &S->cap_scratch, base + k, sizeof(Seg)) < 0)
+            goto fail;
+        for (size_t i = 0; i < k; i++) {
+            Seg s = S->segs[d.first + i];
+            S->scratch[base + i] = (Seg){s.end, s.child == GAP ? GAP : S->neg[s.child]};
+        }
+        int32_t m = make_node(S, d.feat, S->scratch + base, k);
+        if (m == ERR)
+            goto fail;
+        S->neg[n] = m;
+        S->neg[m] = n;
+    }
+    PyMem_Free(pending.v);
+    return S->neg[root];
+fail:
+    PyMem_Free(pending.v);
+    return ERR;
+}
+
+/* -- Python interface ------------------------------------------------------------------ */
+
+static int node_arg(Store *S, PyObject *obj, int32_t *out)
+{
+    long n = PyLong_AsLong(obj);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (n < 0 || (size_t)n >= S->n_nodes) {
+        PyErr_Format(PyExc_IndexError, "no decision-graph node %ld", n);
+        return -1;
+    }
+    *out = (int32_t)n;
+    return 0;
+}
+
+static int feature_arg(Store *S, PyObject *obj, int32_t *out)
+{
+    long f = PyLong_AsLong(obj);
+    if (f == -1 && PyErr_Occurred())
+        return -1;
+    if (f < 0 || f >= S->n_features) {
+        PyErr_Format(PyExc_IndexError, "no feature %ld", f);
+        return -1;
+    }
+    *out = (int32_t)f;
+    return 0;
+}
+
+/* Parse canonical segments of feature f onto the scratch stack (the caller pops them). */
+static int parse_segments(Store *S, int32_t f, PyObject *obj, size_t *k)
+{
+    PyObject *seq = PySequence_Fast(obj, "segments must be a sequence of (end, child) pairs");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    size_t base = S->n_scratch;
+    if (reserve((void **)&S->scratch, &S->cap_scratch, base + (size_t)len, sizeof(Seg)) < 0)
+        goto fail;
+    long prev_end = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        long end, child;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ll;a segment is (end, child)",
+                              &end, &child))
+            goto fail;
+        if (end <= prev_end || end > S->n_states[f]
+            || (child != GAP && (child < 0 || (size_t)child >= S->n_nodes))
+            || (i && S->scratch[base + i - 1].child == child)) {
+            PyErr_SetString(PyExc_ValueError, "segments are not canonical");
+            goto fail;
+        }
+        S->scratch[base + i] = (Seg){(int32_t)end, (int32_t)child};
+        prev_end = end;
+    }
+    if (prev_end != S->n_states[f]) {
+        PyErr_SetString(PyExc_ValueError, "segments must end at the feature's number of states");
+        goto fail;
+    }
+    Py_DECREF(seq);
+    *k = (size_t)len;
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+static PyObject *id_result(int32_t n)
+{
+    return n == ERR ? NULL : PyLong_FromLong(n);
+}
+
+static PyObject *Store_make(Store *S, PyObject *args)
+{
+    PyObject *fobj, *segs;
+    int32_t f;
+    size_t k, base = S->n_scratch;
+    if (!PyArg_ParseTuple(args, "OO:make", &fobj, &segs) || feature_arg(S, fobj, &f) < 0
+        || parse_segments(S, f, segs, &k) < 0)
+        return NULL;
+    int32_t n = make_node(S, f, S->scratch + base, k);
+    S->n_scratch = base;
+    return id_result(n);
+}
+
+static PyObject *Store_lookup(Store *S, PyObject *args)
+{
+    PyObject *fobj, *segs;
+    int32_t f;
+    size_t k, slot, base = S->n_scratch;
+    if (!PyArg_ParseTuple(args, "OO:lookup", &fobj, &segs) || feature_arg(S, fobj, &f) < 0
+        || parse_segments(S, f, segs, &k) < 0)
+        return NULL;
+    const Seg *s = S->scratch + base;
+    int32_t n = unique_find(S, f, s, k, node_hash(f, s, k), &slot);
+    S->n_scratch = base;
+    return PyLong_FromLong(n);
+}
+
+static PyObject *Store_segments(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg;
+    PyObject *out = PyTuple_New((Py_ssize_t)k);
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < k; i++) {
+        PyObject *seg = Py_BuildValue("(ii)", S->segs[lo + i].end, S->segs[lo + i].child);
+        if (seg == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, (Py_ssize_t)i, seg);
+    }
+    return out;
+}
+
+static PyObject *Store_apply(Store *S, PyObject *args)
+{
+    int op;
+    PyObject *aobj, *bobj;
+    int32_t a, b;
+    if (!PyArg_ParseTuple(args, "iOO:apply", &op, &aobj, &bobj) || node_arg(S, aobj, &a) < 0
+        || node_arg(S, bobj, &b) < 0)
+        return NULL;
+    if (op != OP_AND && op != OP_OR) {
+        PyErr_SetString(PyExc_ValueError, "op must be 0 (and) or 1 (or)");
+        return NULL;
+    }
+    if (!S->node[a].ord || !S->node[b].ord) { /* also what bounds the C recursion depth */
+        PyErr_SetString(PyExc_ValueError, "ordered Apply needs ordered operands");
+        return NULL;
+    }
+    return id_result(apply_rec(S, op, a, b));
+}
+
+static PyObject *Store_negate(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    return id_result(negate(S, n));
+}
+
+static PyObject *Store_reachable(Store *S, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "roots must be a sequence of node ids");
+    if (seq == NULL)
+        return NULL;
+    IntVec nodes = {NULL, 0, 0};
+    PyObject *out = NULL;
+    uint32_t ep = next_epoch(S);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int32_t n;
+        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0)
+            goto done;
+        if (S->mark[n] != ep) {
+            S->mark[n] = ep;
+            if (vec_push(&nodes, n) < 0)
+                goto done;
+        }
+    }
+    if (reach(S, &nodes, ep, 0) < 0)
+        goto done;
+    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
+    out = PyList_New((Py_ssize_t)nodes.n);
+    if (out == NULL)
+        goto done;
+    for (size_t i = 0; i < nodes.n; i++) {
+        PyObject *id = PyLong_FromLong(nodes.v[i]);
+        if (id == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, id);
+    }
+done:
+    PyMem_Free(nodes.v);
+    Py_DECREF(seq);
+    return out;
+}
+
+static int reset_computed(Store *S)
+{
+    for (int op = 0; op < 2; op++) {
+        Table fresh;
+        if (table_init(&fresh, MIN_TABLE) < 0)
+            return -1;
+        PyMem_Free(S->computed[op].slots);
+        S->computed[op] = fresh;
+    }
+    return 0;
+}
+
+/* PyStore.collect. Ascending renumbering lets one forward pass compact the node records,
+ * the segment pool and the negations in place: a kept node's new id and segment offset are
+ * never above its old ones, and a node's children are renumbered before it. */
+static PyObject *Store_collect(Store *S, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "roots must be a sequence of node ids");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n_roots = PySequence_Fast_GET_SIZE(seq);
+    IntVec roots = {NULL, 0, 0}, keep = {NULL, 0, 0};
+    int32_t *map = NULL;
+    Slot *unique = NULL;
+    Table fresh[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < n_roots; i++) {
+        int32_t n;
+        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0 || vec_push(&roots, n) < 0)
+            goto done;
+    }
+    uint32_t ep = next_epoch(S);
+    for (int32_t leaf = 0; leaf < 2; leaf++) {
+        S->mark[leaf] = ep;
+        if (vec_push(&keep, leaf) < 0)
+            goto done;
+    }
+    for (size_t i = 0; i < roots.n; i++)
+        if (S->mark[roots.v[i]] != ep) {
+            S->mark[roots.v[i]] = ep;
+            if (vec_push(&keep, roots.v[i]) < 0)
+                goto done;
+        }
+    if (reach(S, &keep, ep, 0) < 0)
+        goto done;
+    qsort(keep.v, keep.n, sizeof(int32_t), cmp_int32);
+    size_t count = keep.n, slots = MIN_TABLE;
+    while (slots < 2 * count)
+        slots *= 2;
+    map = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
+    unique = PyMem_Malloc(slots * sizeof(Slot));
+    if (map == NULL || unique == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(map, 0xff, S->n_nodes * sizeof(int32_t));
+    for (size_t i = 0; i < count; i++)
+        map[keep.v[i]] = (int32_t)i;
+    if (table_init(&fresh[0], MIN_TABLE) < 0 || table_init(&fresh[1], MIN_TABLE) < 0
+        || (out = PyList_New(n_roots)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_roots; i++) {
+        PyObject *id = PyLong_FromLong(map[roots.v[i]]);
+        if (id == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, id);
+    }
+    /* Nothing below can fail: the store is rewritten from here on. */
+    memset(unique, 0xff, slots * sizeof(Slot));
+    int64_t pos = 0;
+    for (size_t i = 0; i < count; i++) {
+        int32_t old = keep.v[i];
+        Node d = S->node[old];
+        Seg *s = S->segs + pos;
+        memmove(s, S->segs + d.first, d.nseg * sizeof(Seg));
+        for (uint32_t j = 0; j < d.nseg; j++)
+            if (s[j].child != GAP)
+                s[j].child = map[s[j].child];
+        S->node[i] = (Node){pos, d.feat, d.nseg, d.ord};
+        S->neg[i] = S->neg[old] >= 0 ? map[S->neg[old]] : -1;
+        S->mark[i] = 0;
+        pos += d.nseg;
+        if (i >= 2) {
+            uint32_t h = node_hash(d.feat, s, d.nseg);
+            size_t k = h & (slots - 1);
+            while (unique[k].id >= 0)
+                k = (k + 1) & (slots - 1);
+            unique[k] = (Slot){(int32_t)i, h};
+        }
+    }
+    S->n_nodes = count;
+    S->n_segs = (size_t)pos;
+    S->epoch = 0;
+    PyMem_Free(S->unique);
+    S->unique = unique;
+    S->unique_mask = slots - 1;
+    unique = NULL;
+    for (int op = 0; op < 2; op++) {
+        PyMem_Free(S->computed[op].slots);
+        S->computed[op] = fresh[op];
+        fresh[op].slots = NULL;
+    }
+done:
+    PyMem_Free(roots.v);
+    PyMem_Free(keep.v);
+    PyMem_Free(map);
+    PyMem_Free(unique);
+    PyMem_Free(fresh[0].slots);
+    PyMem_Free(fresh[1].slots);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *Store_clear(Store *S, PyObject *Py_UNUSED(ignored))
+{
+    if (reset_computed(S) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t Store_len(Store *S)
+{
+    return (Py_ssize_t)S->n_nodes;
+}
+
+static PyObject *Store_column(Store *S, void *kind)
+{
+    Column *c = PyObject_New(Column, &ColumnType);
+    if (c == NULL)
+        return NULL;
+    Py_INCREF(S);
+    c->store = S;
+    c->kind = (int)(intptr_t)kind;
+    return (PyObject *)c;
+}
+
+/* Fill a per-feature int array from a Python sequence of length n_features. */
+static int int_array(PyObject *obj, Py_ssize_t n, int32_t **out, const char *what)
+{
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values", what, n);
+        Py_DECREF(seq);
+        return -1;
+    }
+    *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    if (*out == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if ((v == -1 && PyErr_Occurred()) || v < 0 || v > INT32_MAX - 1) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "%s: value out of range", what);
+            Py_DECREF(seq);
+            return -1;
+        }
+        (*out)[i] = (int32_t)v;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_states", "rank", "max_nodes", "deadline", "error",
+                             "nodes_message", "time_message", NULL};
+    PyObject *n_states, *rank, *max_nodes, *deadline, *error, *nodes_message, *time_message;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOUU:Store", kwlist, &n_states, &rank,
+                                     &max_nodes, &deadline, &error, &nodes_message,
+                                     &time_message))
+        return NULL;
+    Py_ssize_t k = PyObject_Length(n_states);
+    if (k < 0)
+        return NULL;
+    Store *S = (Store *)type->tp_alloc(type, 0); /* zeroed: dealloc is safe at any point */
+    if (S == NULL)
+        return NULL;
+    S->n_features = k;
+    Py_INCREF(error);
+    S->error = error;
+    Py_INCREF(nodes_message);
+    S->nodes_message = nodes_message;
+    Py_INCREF(time_message);
+    S->time_message = time_message;
+    S->max_nodes = -1;
+    if (max_nodes != Py_None) {
+        S->max_nodes = PyLong_AsLongLong(max_nodes);
+        if (S->max_nodes == -1 && PyErr_Occurred())
+            goto fail;
+        if (S->max_nodes < 0)
+            S->max_nodes = 0;
+    }
+    if (deadline != Py_None) {
+        S->deadline = PyFloat_AsDouble(deadline);
+        if (S->deadline == -1.0 && PyErr_Occurred())
+            goto fail;
+        S->has_deadline = 1;
+    }
+    if (int_array(n_states, k, &S->n_states, "n_states") < 0
+        || int_array(rank, k, &S->rank, "rank") < 0)
+        goto fail;
+    for (Py_ssize_t f = 0; f < k; f++)
+        if (S->n_states[f] < 1 || S->rank[f] >= k) {
+            PyErr_SetString(PyExc_ValueError, "bad n_states or rank");
+            goto fail;
+        }
+    S->unique = PyMem_Malloc(MIN_TABLE * sizeof(Slot));
+    if (S->unique == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memset(S->unique, 0xff, MIN_TABLE * sizeof(Slot));
+    S->unique_mask = MIN_TABLE - 1;
+    if (table_init(&S->computed[0], MIN_TABLE) < 0 || table_init(&S->computed[1], MIN_TABLE) < 0
+        || reserve_nodes(S, 2) < 0)
+        goto fail;
+    for (int n = 0; n < 2; n++) { /* the leaves: false (0) and true (1) */
+        S->node[n] = (Node){0, LEAF, 0, 1};
+        S->neg[n] = 1 - n;
+        S->mark[n] = 0;
+    }
+    S->n_nodes = 2;
+    return (PyObject *)S;
+fail:
+    Py_DECREF(S);
+    return NULL;
+}
+
+static void Store_dealloc(Store *S)
+{
+    PyMem_Free(S->n_states);
+    PyMem_Free(S->rank);
+    PyMem_Free(S->node);
+    PyMem_Free(S->neg);
+    PyMem_Free(S->mark);
+    PyMem_Free(S->segs);
+    PyMem_Free(S->unique);
+    PyMem_Free(S->computed[0].slots);
+    PyMem_Free(S->computed[1].slots);
+    PyMem_Free(S->scratch);
+    PyMem_Free(S->jobs);
+    Py_XDECREF(S->error);
+    Py_XDECREF(S->nodes_message);
+    Py_XDECREF(S->time_message);
+    Py_TYPE(S)->tp_free((PyObject *)S);
+}
+
+static PyMethodDef Store_methods[] = {
+    {"make", (PyCFunction)Store_make, METH_VARARGS,
+     "make(feature, segments) -> id: the reduced, hash-consed node (segments validated)."},
+    {"lookup", (PyCFunction)Store_lookup, METH_VARARGS,
+     "lookup(feature, segments) -> id of that node, or -1."},
+    {"segments", (PyCFunction)Store_segments, METH_O,
+     "segments(n) -> ((end, child), ...) of node n (empty for a leaf)."},
+    {"apply", (PyCFunction)Store_apply, METH_VARARGS,
+     "apply(op, a, b) -> a and b (op 0) or a or b (op 1) of two ordered nodes."},
+    {"negate", (PyCFunction)Store_negate, METH_O, "negate(n) -> the node with leaves swapped."},
+    {"reachable", (PyCFunction)Store_reachable, METH_O,
+     "reachable(roots) -> ascending ids of all nodes below the roots."},
+    {"collect", (PyCFunction)Store_collect, METH_O,
+     "collect(roots) -> new ids of the roots; keeps only the nodes below them, renumbered."},
+    {"clear", (PyCFunction)Store_clear, METH_NOARGS, "clear(): drop Apply's computed tables."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Store_getset[] = {
+    {"feature", (getter)Store_column, NULL, "feature[n]: feature of node n (-1: leaf).",
+     (void *)0},
+    {"ordered", (getter)Store_column, NULL, "ordered[n]: node n is ordered.", (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Store_as_sequence = {.sq_length = (lenfunc)Store_len};
+
+static PyTypeObject StoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "core._dgstore.Store",
+    .tp_doc = "Decision-graph node store (C twin of core.dgstore.PyStore).",
+    .tp_basicsize = sizeof(Store),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Store_new,
+    .tp_dealloc = (destructor)Store_dealloc,
+    .tp_methods = Store_methods,
+    .tp_getset = Store_getset,
+    .tp_as_sequence = &Store_as_sequence,
+};
+
+/* -- columns: read-only sequence views of per-node data -------------------------------- */
+
+static Py_ssize_t Column_len(Column *c)
+{
+    return (Py_ssize_t)c->store->n_nodes;
+}
+
+static PyObject *Column_item(Column *c, Py_ssize_t i)
+{
+    Store *S = c->store;
+    if (i < 0 || (size_t)i >= S->n_nodes) {
+        PyErr_SetString(PyExc_IndexError, "node id out of range");
+        return NULL;
+    }
+    if (c->kind == 0)
+        return PyLong_FromLong(S->node[i].feat);
+    return PyBool_FromLong(S->node[i].ord);
+}
+
+static void Column_dealloc(Column *c)
+{
+    Py_DECREF(c->store);
+    PyObject_Free(c);
+}
+
+static PySequenceMethods Column_as_sequence = {
+    .sq_length = (lenfunc)Column_len,
+    .sq_item = (ssizeargfunc)Column_item,
+};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "core._dgstore.Column",
+    .tp_doc = "Read-only view of one per-node array of a Store.",
+    .tp_basicsize = sizeof(Column),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Column_dealloc,
+    .tp_as_sequence = &Column_as_sequence,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_dgstore",
+    .m_doc = "Decision-graph node store with ordered Apply (see core/dgstore.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__dgstore(void)
+{
+    if (PyType_Ready(&StoreType) < 0 || PyType_Ready(&ColumnType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&StoreType);
+    if (PyModule_AddObject(m, "Store", (PyObject *)&StoreType) < 0) {
+        Py_DECREF(&StoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,222 @@
+"""Decision-graph node store: the pure-Python reference implementation (SPEC §2; paper §3
+"Tractable Class Formulas", Alg. 4 and its ordered special case).
+
+:class:`core.dgraph.DG` is the public facade; it keeps its nodes in a *store*, either this
+class or the C extension ``core/_dgstore.c``, which implements the same interface and, for the
+same sequence of calls, creates the same nodes with the same ids. This one is the readable
+reference the C code is tested against (``RFCIRCUITS_PURE_PYTHON=1`` selects it).
+
+Representation. Node ``0`` is false, ``1`` is true; a decision node tests ``feature`` and
+holds its branches as **run-length segments over the feature's state indices**: a tuple of
+``(end_exclusive, child)`` with increasing ends, the last one equal to the feature's number of
+states, and adjacent segments leading to different children. States not feasible at the node
+(a weak test-once node below a re-test of its feature covers only the feasible states) lead to
+the marker ``GAP``. ``(feature, segments)`` is the unique-table key, so equal nodes are one
+id; children have smaller ids than parents. Reduction: a node whose non-gap segments all lead
+to one child *is* that child.
+
+A node is *ordered* when the ranks of the features strictly increase along every path below
+it (``rank`` is the global feature order). On ordered nodes Apply is the classic
+ordered-diagram Apply, and on segments its branch loop is a two-pointer merge of the sorted
+segment lists: linear in their lengths, not quadratic in the branch counts.
+
+Nodes live until :meth:`PyStore.collect` keeps only those below given roots (renumbering
+them); the node budget bounds the decision nodes held at once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable, Sequence
+
+FALSE = 0
+TRUE = 1
+#: ``feature`` of a leaf.
+LEAF = -1
+#: Child of the segments of states not feasible at a node.
+GAP = -1
+AND, OR = 0, 1
+
+Segments = tuple[tuple[int, int], ...]
+
+
+class PyStore:
+    """Hash-consed nodes, ordered Apply, negation and traversal (reference implementation).
+
+    ``n_states[f]`` and ``rank[f]`` describe feature ``f``; ``max_nodes`` (decision nodes
+    held) and ``deadline`` (a ``time.monotonic()`` value) bound the work and raise ``error``
+    with ``nodes_message`` / ``time_message``. :meth:`make` trusts that its segments are
+    canonical (the facade builds them); the C store also validates them.
+    """
+
+    def __init__(self, n_states: Sequence[int], rank: Sequence[int], max_nodes: int | None,
+                 deadline: float | None, error: type[Exception], nodes_message: str,
+                 time_message: str) -> None:
+        self.n_states = list(n_states)
+        self.rank = list(rank)
+        #: feature[n]: the feature node n tests (LEAF for the leaves).
+        self.feature: list[int] = [LEAF, LEAF]
+        #: ordered[n]: feature ranks strictly increase along every path below n.
+        self.ordered: list[bool] = [True, True]
+        self._segments: list[Segments] = [(), ()]
+        self._unique: dict[tuple[int, Segments], int] = {}
+        self._negation: dict[int, int] = {FALSE: TRUE, TRUE: FALSE}
+        self._computed: tuple[dict[tuple[int, int], int], ...] = ({}, {})
+        self._max_nodes = max_nodes
+        self._deadline = deadline
+        self._error = error
+        self._messages = (nodes_message, time_message)
+        depth_needed = 2 * len(self.n_states) + 50  # ordered Apply's depth bound, with slack
+        if sys.getrecursionlimit() < depth_needed:
+            sys.setrecursionlimit(depth_needed)
+
+    def __len__(self) -> int:
+        return len(self.feature)
+
+    def segments(self, n: int) -> Segments:
+        """The segments of node ``n`` (empty for a leaf)."""
+        return self._segments[n]
+
+    def lookup(self, feature: int, segments: Segments) -> int:
+        """The id of the node ``(feature, segments)``, or -1 if it does not exist."""
+        return self._unique.get((feature, segments), -1)
+
+    def make(self, feature: int, segments: Segments) -> int:
+        """The reduced, hash-consed node for canonical ``segments`` (see module docstring)."""
+        first = GAP  # reduction: look for a second distinct feasible child
+        for _, child in segments:
+            if child != GAP:
+                if first == GAP:
+                    first = child
+                elif child != first:
+                    break
+        else:
+            if first == GAP:
+                raise ValueError("a decision node needs at least one feasible state")
+            return first
+        key = (feature, segments)
+        n = self._unique.get(key)
+        return self._create(key) if n is None else n
+
+    def _create(self, key: tuple[int, Segments]) -> int:
+        n = len(self.feature)
+        if self._max_nodes is not None and n - 2 >= self._max_nodes:
+            raise self._error(self._messages[0])
+        if self._deadline is not None and n & 0x1FFF == 0 and time.monotonic() > self._deadline:
+            raise self._error(self._messages[1])
+        feature, segments = key
+        rank = self.rank[feature]
+        ordered = all(c <= TRUE or self.ordered[c] and self.rank[self.feature[c]] > rank
+                      for _, c in segments if c != GAP)
+        self.feature.append(feature)
+        self.ordered.append(ordered)
+        self._segments.append(segments)
+        self._unique[key] = n
+        return n
+
+    def apply(self, op: int, a: int, b: int) -> int:
+        """``a ∧ b`` (op 0) or ``a ∨ b`` (op 1) of two ordered nodes (ordered-diagram Apply)."""
+        if not (self.ordered[a] and self.ordered[b]):
+            raise ValueError("ordered Apply needs ordered operands")
+        return self._apply(op, a, b)
+
+    def _apply(self, op: int, a: int, b: int) -> int:
+        # Terminal cases: a leaf operand decides, and both operations are idempotent.
+        absorbing, neutral = (FALSE, TRUE) if op == AND else (TRUE, FALSE)
+        if a == absorbing or b == absorbing:
+            return absorbing
+        if a == neutral or a == b:
+            return b
+        if b == neutral:
+            return a
+        if a > b:  # commutative: one cache entry per unordered pair
+            a, b = b, a
+        cache = self._computed[op]
+        result = cache.get((a, b))
+        if result is not None:
+            return result
+        fa, fb = self.feature[a], self.feature[b]
+        ra, rb = self.rank[fa], self.rank[fb]
+        out: list[tuple[int, int]] = []
+        if ra == rb:  # same feature: merge the two sorted segment lists
+            sa, sb = self._segments[a], self._segments[b]
+            i = j = 0
+            while i < len(sa):
+                (ea, ca), (eb, cb) = sa[i], sb[j]
+                end = min(ea, eb)
+                _push(out, end, GAP if GAP in (ca, cb) else self._apply(op, ca, cb))
+                i += ea == end
+                j += eb == end
+        elif ra < rb:  # a tests first: b is constant along every branch of a
+            for end, c in self._segments[a]:
+                _push(out, end, GAP if c == GAP else self._apply(op, c, b))
+        else:
+            for end, c in self._segments[b]:
+                _push(out, end, GAP if c == GAP else self._apply(op, a, c))
+        result = self.make(fa if ra <= rb else fb, tuple(out))
+        cache[(a, b)] = result
+        return result
+
+    def negate(self, root: int) -> int:
+        """``¬root``: the same graph with the leaves swapped (memoised both ways).
+
+        The nodes still to negate are created in ascending id order (children first)."""
+        neg = self._negation
+        if root in neg:
+            return neg[root]
+        pending: set[int] = set()
+        stack = [root]
+        while stack:  # below a negated node everything is negated: stop there
+            n = stack.pop()
+            if n not in neg and n not in pending:
+                pending.add(n)
+                stack.extend(c for _, c in self._segments[n] if c != GAP)
+        for n in sorted(pending):
+            if n not in neg:
+                m = self.make(self.feature[n], tuple((e, c if c == GAP else neg[c])
+                                                     for e, c in self._segments[n]))
+                neg[n] = m
+                neg[m] = n
+        return neg[root]
+
+    def reachable(self, roots: Iterable[int]) -> list[int]:
+        """All node ids below the roots (roots included), ascending (= topological)."""
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            n = stack.pop()
+            if n not in seen:
+                seen.add(n)
+                stack.extend(c for _, c in self._segments[n] if c != GAP)
+        return sorted(seen)
+
+    def collect(self, roots: Sequence[int]) -> list[int]:
+        """Keep only the leaves and the nodes below ``roots``, renumbered in ascending order of
+        their ids (children still come first); drop the computed tables. Returns the new ids
+        of the roots; every other id becomes invalid."""
+        keep = self.reachable([FALSE, TRUE, *roots])
+        new = {old: i for i, old in enumerate(keep)}
+        # In place: the facade holds these two lists.
+        self.feature[:] = [self.feature[n] for n in keep]
+        self.ordered[:] = [self.ordered[n] for n in keep]
+        self._segments = [tuple((e, c if c == GAP else new[c]) for e, c in self._segments[n])
+                          for n in keep]
+        self._unique = {(self.feature[n], self._segments[n]): n for n in range(2, len(keep))}
+        self._negation = {new[a]: new[b] for a, b in self._negation.items()
+                          if a in new and b in new}
+        self.clear()
+        return [new[r] for r in roots]
+
+    def clear(self) -> None:
+        """Drop the computed tables of Apply (nodes and negations stay)."""
+        for table in self._computed:
+            table.clear()
+
+
+def _push(out: list[tuple[int, int]], end: int, child: int) -> None:
+    """Append a segment, extending the previous one when it leads to the same child."""
+    if out and out[-1][1] == child:
+        out[-1] = (end, child)
+    else:
+        out.append((end, child))

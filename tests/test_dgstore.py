@@ -1,0 +1,356 @@
+"""The decision-graph node stores (core/dgstore.py, core/_dgstore.c) behind core.dgraph.DG.
+
+The C store must create the same nodes, with the same ids, as the pure-Python reference for
+the same calls; class formulas compiled with either must equal the brute-force oracle; limits
+(node budget, timeout, Ctrl-C) stop the C code; the extension builds from a fresh cache, also
+when several processes race, and a failed build falls back to Python with one warning line.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import random
+import signal
+import subprocess
+import sys
+from functools import partial, reduce
+
+import pytest
+
+from core import dgcompile, dgraph
+from core.apply import AND, OR, Apply
+from core.dgcompile import compile_dg
+from core.dgraph import DG, FALSE, TRUE
+from core.errors import BudgetExceeded
+from core.forest import Feature
+from crosscheck.brute import BruteForce
+from crosscheck.strategies import Limits, random_forest
+
+BACKENDS = sorted(dgraph.STORES)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def snapshot(dg: DG) -> list[tuple[int, tuple[tuple[int, int], ...], bool]]:
+    """Every node of a manager as (feature, segments, ordered), by id."""
+    return [(dg.feature[n], dg.store.segments(n), dg.ordered[n]) for n in range(len(dg))]
+
+
+def test_c_store_is_the_default():
+    if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
+        pytest.skip("pure Python requested")
+    assert dgraph.BACKEND == "c" and "c" in dgraph.STORES
+
+
+# -- same ids in both stores --------------------------------------------------------------------
+
+
+def value(dg: DG, n: int, x: tuple[int, ...]) -> int:
+    """The leaf instance ``x`` reaches from ``n`` (the gap marker where a state is infeasible:
+    random nodes need not be weak test-once)."""
+    while n > TRUE:
+        state = x[dg.feature[n]]
+        n = next(c for end, c in dg.store.segments(n) if state < end)
+    return n
+
+
+def random_session(rng: random.Random, features: list[Feature], steps: int) -> list[object]:
+    """A random sequence of facade operations; returns every result in order."""
+    k = len(features)
+    order = list(range(k))
+    rng.shuffle(order)
+    dg = DG(features, order)
+    ap = Apply(dg)
+    nodes = [FALSE, TRUE]  # every id the session holds
+    clean = [True, True]  # built by literal and ordered Apply: weak test-once (ordered)
+    trace: list[object] = []
+    for _ in range(steps):
+        kind = rng.random()
+        f = rng.randrange(k)
+        n = features[f].n_states
+        operands = [m for m, ok in zip(nodes, clean) if ok]
+        if kind < 0.3:
+            node, ok = dg.literal(f, rng.getrandbits(n) or 1), True
+        elif kind < 0.45:  # a node over arbitrary children, some states left out (gaps)
+            states = [s for s in range(n) if rng.random() < 0.8] or [0]
+            groups: dict[int, int] = {}
+            for s in states:
+                child = rng.choice(nodes)
+                groups[child] = groups.get(child, 0) | 1 << s
+            node, ok = dg.node(f, [(m, c) for c, m in groups.items()]), False
+        elif kind < 0.85:
+            op = rng.choice((AND, OR))
+            node, ok = ap.ordered(op, rng.choice(operands), rng.choice(operands)), True
+        elif kind < 0.95:
+            i = rng.randrange(len(nodes))
+            node, ok = dg.negate(nodes[i]), clean[i]
+        elif kind < 0.98:
+            ap.clear()
+            trace.append(dg.reachable(rng.sample(nodes, min(3, len(nodes)))))
+            continue
+        else:  # garbage collection keeps the leaves and a random half, with their functions
+            kept = [0, 1] + rng.sample(range(2, len(nodes)), (len(nodes) - 2) // 2)
+            worlds = [tuple(rng.randrange(f.n_states) for f in features) for _ in range(20)]
+            before = [[value(dg, nodes[i], x) for x in worlds] for i in kept]
+            nodes, clean = dg.collect([nodes[i] for i in kept]), [clean[i] for i in kept]
+            ap.clear()
+            assert [[value(dg, m, x) for x in worlds] for m in nodes] == before
+            dg.check_invariants([m for m, ok in zip(nodes, clean) if ok])
+            trace.append(nodes)
+            continue
+        nodes.append(node)
+        clean.append(ok)
+        trace.append(node)
+    trace.append(snapshot(dg))
+    dg.check_invariants([m for m, ok in zip(nodes, clean) if ok])
+    return trace
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_sessions_give_identical_stores(monkeypatch, seed):
+    rng = random.Random(seed)
+    # Few states, more than 64 states (no 64-bit masks in C) and ExtraTrees-like 300 states.
+    sizes = [rng.choice((2, 3, 5, 9)) for _ in range(rng.randint(2, 5))]
+    sizes[rng.randrange(len(sizes))] = rng.choice((70, 300))
+    features = [Feature.categorical(f"f{i}", [f"s{j}" for j in range(n)])
+                for i, n in enumerate(sizes)]
+    traces = []
+    for backend in BACKENDS:
+        monkeypatch.setattr(dgraph, "BACKEND", backend)
+        traces.append(random_session(random.Random(seed), features, 300))
+    assert all(t == traces[0] for t in traces)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_features_with_hundreds_of_states(monkeypatch, backend):
+    """Masks beyond 64 bits survive the trip through segments (C never sees a mask)."""
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    dg = DG([Feature.categorical("wide", [str(s) for s in range(300)]),
+             Feature.categorical("b", ["0", "1"])])
+    mask = 1 << 299 | 1 << 70 | 0b111 << 64 | 1
+    lit = dg.literal(0, mask)
+    assert [e for e, _ in dg.store.segments(lit)] == [1, 64, 67, 70, 71, 299, 300]
+    assert dg.branches[lit] == ((mask, TRUE), (dg.full[0] & ~mask, FALSE))
+    both = Apply(dg).ordered(AND, lit, dg.literal(1, 0b10))
+    for s in (0, 1, 63, 64, 66, 67, 70, 71, 298, 299):
+        for b in (0, 1):
+            assert dg.evaluate(both, (s, b)) == (bool(mask >> s & 1) and b == 1), (s, b)
+
+
+# -- class formulas against the oracle ----------------------------------------------------------
+
+
+def node_worlds(brute: BruteForce, feature: int, kids: list[tuple[int, int]]) -> int:
+    """The worlds of a decision node, from its children's worlds (for DG.fold)."""
+    return reduce(operator.or_, [brute.literal_worlds(feature, m) & w for m, w in kids])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compile_equals_brute_force_in_both_stores(monkeypatch, seed):
+    f = random_forest(random.Random(seed), Limits(max_trees=7, max_classes=4))
+    for ties in ("first", "all"):
+        brute = BruteForce(f, ties)
+        for apply in ("ordered", "generic"):
+            for form in ("dg-conj", "dg"):
+                shapes = []
+                for backend in BACKENDS:
+                    monkeypatch.setattr(dgraph, "BACKEND", backend)
+                    comp = compile_dg(f, ties, form, apply)
+                    roots = [r for rs in comp.roots for r in rs]
+                    comp.dg.check_invariants(roots)
+                    worlds = dict(zip(roots, comp.dg.fold(roots, lambda v: brute.all if v else 0,
+                                                          partial(node_worlds, brute))))
+                    for c in range(len(f.classes)):
+                        got = reduce(operator.and_, [worlds[r] for r in comp.roots[c]], brute.all)
+                        assert got == brute.class_worlds(c), (ties, apply, form, backend, c)
+                        if form == "dg":
+                            assert comp.dg.count_models(comp.roots[c][0]) == bin(got).count("1")
+                    shapes.append((comp.roots, snapshot(comp.dg)))
+                assert all(s == shapes[0] for s in shapes), (ties, apply, form)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_garbage_collection_between_networks(monkeypatch, seed):
+    """Collecting after every pair network keeps the class formulas (renumbered inputs)."""
+    monkeypatch.setattr(dgcompile, "COLLECT_GROWTH", 0.0)
+    calls = []
+    collect = DG.collect
+    monkeypatch.setattr(DG, "collect", lambda dg, roots: calls.append(1) or collect(dg, roots))
+    f = random_forest(random.Random(seed), Limits(max_trees=6, max_classes=5))
+    k = len(f.classes)
+    brute = BruteForce(f, "all")
+    shapes = []
+    for backend in BACKENDS:
+        monkeypatch.setattr(dgraph, "BACKEND", backend)
+        calls.clear()
+        comp = compile_dg(f, "all", "dg", order="depth")
+        assert len(calls) == k * (k - 1) // 2 - 1  # after every pair network but the last
+        for c in range(len(f.classes)):
+            comp.dg.check_invariants(comp.roots[c])
+            assert comp.dg.count_models(comp.roots[c][0]) == bin(brute.class_worlds(c)).count("1")
+            assert all(comp.dg.evaluate(comp.roots[c][0], x) == (c in f.classes_of(x, "all"))
+                       for x in brute.worlds)
+        shapes.append((comp.roots, comp.roots_3b, snapshot(comp.dg)))
+    assert all(s == shapes[0] for s in shapes)
+
+
+# -- paper Fig. 3 -------------------------------------------------------------------------------
+
+X3 = Feature.categorical("X", ["x1", "x2", "x3"])
+Y4 = Feature.categorical("Y", ["y1", "y2", "y3", "y4"])
+
+
+def fig3(dg: DG, which: str, c: int) -> int:
+    """Paper Fig. 3 (left, middle or right graph) as the Boolean graph of class c (1..3)."""
+    leaf = {k: TRUE if k == c else FALSE for k in (1, 2, 3)}
+    x12, x3 = 0b011, 0b100
+    y = {s: sum(1 << (int(ch) - 1) for ch in s) for s in ("1", "2", "3", "4", "12", "23", "34",
+                                                         "124", "134")}
+    if which == "left":
+        y3 = dg.node(1, [(y["1"], leaf[1]), (y["23"], leaf[2]), (y["4"], leaf[3])])
+        y1 = dg.node(1, [(y["34"], leaf[1]), (y["12"], y3)])
+        y2 = dg.node(1, [(y["34"], y3), (y["12"], leaf[3])])
+    elif which == "middle":
+        y3 = dg.node(1, [(y["1"], leaf[1]), (y["2"], leaf[2])])  # only y1, y2 feasible here
+        y4 = dg.node(1, [(y["3"], leaf[2]), (y["4"], leaf[3])])
+        y1 = dg.node(1, [(y["34"], leaf[1]), (y["12"], y3)])
+        y2 = dg.node(1, [(y["34"], y4), (y["12"], leaf[3])])
+    else:
+        y1 = dg.node(1, [(y["134"], leaf[1]), (y["2"], leaf[2])])
+        y2 = dg.node(1, [(y["3"], leaf[2]), (y["124"], leaf[3])])
+    return dg.node(0, [(x12, y1), (x3, y2)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_figure3_weak_test_once(monkeypatch, backend):
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    dg = DG([X3, Y4])
+    worlds = [(x, y) for x in range(3) for y in range(4)]
+    for c in (1, 2, 3):
+        left, middle, right = (fig3(dg, w, c) for w in ("left", "middle", "right"))
+        with pytest.raises(AssertionError, match="not weak test-once"):
+            dg.check_invariants([left])
+        dg.check_invariants([middle, right])
+        for x in worlds:  # the three graphs are equivalent
+            assert dg.evaluate(left, x) == dg.evaluate(middle, x) == dg.evaluate(right, x)
+        assert dg.count_models(middle) == dg.count_models(right) \
+            == sum(dg.evaluate(right, x) for x in worlds)
+
+
+# -- limits -------------------------------------------------------------------------------------
+
+
+def operands(dg: DG) -> tuple[int, int]:
+    """Two random DNFs (ordered graphs, ~15k nodes together) whose conjunction is large."""
+    rng = random.Random(7)
+    ap = Apply(dg)
+    out = []
+    for _ in range(2):
+        g = FALSE
+        for _ in range(20):
+            term = TRUE
+            for f in rng.sample(range(12), 6):
+                term = ap.ordered(AND, term, dg.literal(f, rng.getrandbits(6) or 1))
+            g = ap.ordered(OR, g, term)
+        out.append(g)
+    return out[0], out[1]
+
+
+FEATURES = [Feature.categorical(f"f{i}", [str(s) for s in range(6)]) for i in range(12)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_node_budget(monkeypatch, backend):
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    dg = DG(FEATURES, max_nodes=500)
+    with pytest.raises(BudgetExceeded, match=r"^decision graphs exceed --max-nodes 500$"):
+        operands(dg)
+    assert len(dg) == 502  # the leaves and exactly the budget
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_timeout_inside_the_store(monkeypatch, backend):
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    dg = DG(FEATURES, timeout=0.0)
+    with pytest.raises(BudgetExceeded, match=r"^compilation exceeds --timeout 0 s$"):
+        a, b = operands(dg)
+        dg.store.apply(AND, a, b)
+
+
+@pytest.mark.skipif("c" not in dgraph.STORES or not hasattr(signal, "setitimer"),
+                    reason="needs the C store and POSIX timers")
+def test_ctrl_c_interrupts_a_long_c_apply(monkeypatch):
+    monkeypatch.setattr(dgraph, "BACKEND", "c")
+    dg = DG(FEATURES)
+    a, b = operands(dg)
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Interrupted
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.002)
+        with pytest.raises(Interrupted):
+            dg.store.apply(AND, a, b)  # ~0.2 s of C; signals are checked every 64k steps
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    # Stopped inside C: finishing the conjunction now creates nodes (a handler run only after
+    # the call returned would find it complete). The store stays usable.
+    interrupted_at = len(dg)
+    assert dg.store.apply(AND, a, b) > TRUE and len(dg) > interrupted_at
+
+
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
+def test_c_store_validates_its_input():
+    store = dgraph.STORES["c"]([3, 2], [0, 1], None, None, BudgetExceeded, "", "")
+    with pytest.raises(ValueError, match="not canonical"):
+        store.make(0, ((2, TRUE), (1, FALSE)))
+    with pytest.raises(ValueError, match="not canonical"):
+        store.make(0, ((1, TRUE), (3, 99)))
+    with pytest.raises(ValueError, match="end at"):
+        store.make(0, ((1, TRUE), (2, FALSE)))
+    with pytest.raises(IndexError):
+        store.make(5, ((1, TRUE),))
+    with pytest.raises(IndexError):
+        store.segments(7)
+    inner = store.make(0, ((1, TRUE), (3, FALSE)))
+    outer = store.make(0, ((1, inner), (3, TRUE)))  # re-tests feature 0: not ordered
+    assert store.ordered[inner] and not store.ordered[outer]
+    with pytest.raises(ValueError, match="ordered operands"):
+        store.apply(AND, outer, inner)
+
+
+# -- building and loading the extension ---------------------------------------------------------
+
+
+def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=300)
+
+
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs a working C compiler")
+def test_fresh_cache_builds_once_under_concurrency(tmp_path):
+    code = "import core.dgraph as d; print(d.BACKEND)"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("RFCIRCUITS_PURE_PYTHON", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [o for o, _ in outs] == ["c\n"] * 3 and all(not e for _, e in outs)
+    built = list((tmp_path / "rfcircuits").iterdir())
+    assert len(built) == 1 and built[0].name.startswith("_dgstore-")  # no temporary files left
+
+
+def test_pure_python_switch_and_build_failure_fallback(tmp_path):
+    code = "import core.dgraph as d; print(d.BACKEND)"
+    done = run_python(code, {"RFCIRCUITS_PURE_PYTHON": "1"})
+    assert (done.stdout, done.stderr) == ("python\n", "")
+    done = run_python(code, {"RFCIRCUITS_PURE_PYTHON": "0", "XDG_CACHE_HOME": str(tmp_path),
+                             "CC": str(tmp_path / "no-such-compiler")})
+    assert done.stdout == "python\n"
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rfcircuits: warning: C decision-graph store")
