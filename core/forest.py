@@ -554,18 +554,22 @@ def instance_to_json(forest: Forest, x: Sequence[int]) -> dict[str, str]:
     return {f.name: f.states[s] for f, s in zip(forest.features, x)}
 
 
+def read_lines(path: str | os.PathLike[str]) -> list[str]:
+    """The lines of a UTF-8 text file; a missing or unreadable file is an :class:`InputError`."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().splitlines()
+    except FileNotFoundError:
+        raise InputError(f"{os.fspath(path)}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{os.fspath(path)}: cannot read ({exc})") from None
+
+
 def load_instances(path: str | os.PathLike[str], forest: Forest) -> list[Instance]:
     """Instances from a JSON Lines file; errors name the file and line."""
     path = os.fspath(path)
     out = []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    for n, line in enumerate(lines, start=1):
+    for n, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
         try:

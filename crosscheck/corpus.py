@@ -1,0 +1,995 @@
+"""The golden corpus in ``fixtures/`` (issue 6, part A): cases with oracle-confirmed answers.
+
+Layout (format :data:`CORPUS_FORMAT`)::
+
+    fixtures/MANIFEST.json    format, package versions, and per case: origin, edge-case
+                              categories hit, forest size, oracle confirmations, circuit files
+    fixtures/README.md        what the corpus holds and how to use it
+    fixtures/cases/<id>/forest.json           the forest (rfcircuits.forest/1, SPEC §5)
+                        instances.jsonl       one instance per line, as state names
+                        expected-first.jsonl  one SPEC §5 explanation line per instance, every
+                        expected-all.jsonl    field, byte-identical to ``rfcircuits explain``
+                        circuits/<form>/<ties>/R<c>-<class>.<nnf|dg>.json
+                              (small forests: every class, forms nnf, dg-conj, dg, both tie
+                              policies, as ``rfcircuits compile --out`` writes them)
+
+Cases (:func:`plan`): the SPEC §4 examples with every world as an instance; tiny random
+forests of :func:`crosscheck.fuzz.make_case`, selected by seed so that each edge-case
+category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
+single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests), their
+instances completed by a tied world and a world per decided class; forests trained with
+scikit-learn on its bundled datasets (:data:`TRAINED`), instances the first test rows.
+
+:func:`build` writes every expected answer from the native engine and keeps a case only when
+every oracle that fits it agrees (:func:`crosscheck.harness.crosscheck`, both tie policies)
+and the BDD oracle finds every circuit file equivalent to its class formula; any disagreement
+fails the build, which then writes nothing but repro files. The corpus is built in a temporary
+sibling directory and swapped in at the end, so an interrupted build leaves the old corpus.
+:func:`check` re-verifies a corpus: the native engine must reproduce every line byte for byte,
+circuit files must be equivalent to the BDD oracle's class formulas, and optionally the
+oracles re-confirm. Output is deterministic: fixed seeds, canonical JSON, no timings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import multiprocessing
+import os
+import platform
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from multiprocessing.pool import Pool
+from typing import Any, TypeVar
+
+from core import __version__
+from core.atomicio import atomic_open
+from core.cli import safe_name
+from core.classformula import compile_nnf
+from core.dgcompile import compile_dg
+from core.errors import InputError
+from core.explain import Explainer
+from core.explanation import dumps
+from core.forest import (TIES, Branching, Forest, Instance, Tree, forest_from_json,
+                         instance_to_json, load_forest, load_instances, load_json_file,
+                         read_lines)
+from core.progress import Progress
+from core.terms import terms_json
+from crosscheck import spec_examples
+from crosscheck.fuzz import make_case, repro
+from crosscheck.harness import ORACLES, Report, crosscheck
+from crosscheck.strategies import Limits
+
+CORPUS_FORMAT = "rfcircuits.corpus/1"
+MANIFEST = "MANIFEST.json"
+README = "README.md"
+CASES = "cases"
+FOREST_FILE = "forest.json"
+INSTANCES_FILE = "instances.jsonl"
+FORMS = ("nnf", "dg-conj", "dg")
+#: Circuit files are kept for a case only while their total size stays within this budget.
+CIRCUIT_BUDGET = 150_000
+#: Random candidates tried per selected case before a stream is declared unfillable.
+MAX_TRIES_PER_CASE = 50
+#: Package versions recorded in the manifest (distribution names).
+PACKAGES = ("numpy", "scikit-learn", "dd", "python-sat")
+
+
+def expected_file(ties: str) -> str:
+    """Name of a case's expected explanations under a tie policy (SPEC §5 lines)."""
+    return f"expected-{ties}.jsonl"
+
+
+def circuit_file(form: str, ties: str, c: int, class_name: str) -> str:
+    """Path of a circuit inside a case directory (file name as ``compile --out`` writes it)."""
+    extension = "nnf" if form == "nnf" else "dg"
+    return f"circuits/{form}/{ties}/{safe_name(c, class_name)}.{extension}.json"
+
+
+def json_text(obj: Any) -> str:
+    """A JSON document as :func:`core.atomicio.write_json` writes it (forest, circuit files)."""
+    return json.dumps(obj, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Which cases
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Tiny random forests (``make_case(seed, k, limits)``, k = 0, 1, …) kept while they hit
+    ``category``, until ``quota`` cases are selected."""
+
+    name: str
+    category: str
+    quota: int
+    limits: Limits
+    seed: int
+    retests: bool = False
+
+
+STREAMS = (
+    Stream("tie", "tie", 40, Limits(4, 4, 6, 3, 3), 601),
+    Stream("valid", "valid-class", 25, Limits(3, 3, 5, 3, 3), 602),
+    Stream("unsat", "unsat-class", 30, Limits(4, 4, 5, 5, 3), 603),
+    Stream("retest", "single-state-retest", 35, Limits(4, 4, 5, 3, 4), 604, retests=True),
+    Stream("mixed", "mixed-features", 40, Limits(4, 4, 7, 3, 4), 605),
+    Stream("one-tree", "one-tree", 30, Limits(4, 5, 1, 4, 5), 606),
+    *(Stream(f"classes-{k}", f"classes-{k}", 20, Limits(4, 4, 7, k, 4), 610 + k)
+      for k in range(2, 6)),
+)
+
+
+@dataclass(frozen=True)
+class TrainedSpec:
+    """A scikit-learn forest on a bundled dataset, restricted to some columns and classes."""
+
+    dataset: str
+    columns: tuple[int, ...]
+    labels: tuple[int, ...] | None  # class labels kept (None: all)
+    trees: int
+    depth: int
+    seed: int = 0
+    instances: int = 5
+
+    @property
+    def id(self) -> str:
+        """E.g. ``trained-digits-x28_36-c0_1-20t-d3-s0`` (columns, classes kept, trees, depth,
+        seed)."""
+        labels = "-c" + "_".join(map(str, self.labels)) if self.labels is not None else ""
+        return (f"trained-{self.dataset.replace('_', '-')}-x{'_'.join(map(str, self.columns))}"
+                f"{labels}-{self.trees}t-d{self.depth}-s{self.seed}")
+
+
+#: Column and class subsets keep each forest tractable for the native engine and for the SAT
+#: oracle, and keep the brute force (which fits up to 20 000 worlds but is exponential in the
+#: states per feature) either fast or beyond its limit.
+TRAINED = (
+    TrainedSpec("iris", (0, 1, 2, 3), None, 5, 2),
+    TrainedSpec("iris", (0, 1, 2, 3), None, 50, 3),
+    TrainedSpec("iris", (0, 1, 2, 3), None, 50, 4),
+    TrainedSpec("iris", (2, 3), None, 5, 3),
+    TrainedSpec("iris", (2, 3), None, 10, 3),
+    TrainedSpec("iris", (2, 3), None, 20, 2),
+    TrainedSpec("iris", (0, 2), None, 5, 2),
+    TrainedSpec("iris", (0, 1, 2, 3), (1, 2), 5, 2),
+    TrainedSpec("iris", (0, 1, 2, 3), (1, 2), 30, 3),
+    TrainedSpec("iris", (1, 3), (1, 2), 10, 2),
+    TrainedSpec("wine", (0, 6, 9, 12), None, 5, 2),
+    TrainedSpec("wine", (0, 6, 9, 12), None, 10, 3),
+    TrainedSpec("wine", (0, 6, 9, 12), None, 20, 2),
+    TrainedSpec("wine", (0, 6, 9, 12), None, 20, 3),
+    TrainedSpec("wine", (0, 6, 9, 12), None, 50, 2),
+    TrainedSpec("wine", (6, 9, 12), None, 5, 2),
+    TrainedSpec("wine", (9, 12), None, 5, 2),
+    TrainedSpec("wine", (0, 1, 6, 9, 10, 12), None, 5, 2),
+    TrainedSpec("wine", (0, 1, 6, 9, 10, 12), None, 10, 3),
+    TrainedSpec("wine", (0, 6, 9, 12), (0, 1), 5, 2),
+    TrainedSpec("wine", (0, 6, 9, 12), (0, 1), 20, 3),
+    TrainedSpec("wine", (0, 6, 9, 12), (0, 1), 50, 2),
+    TrainedSpec("breast_cancer", (0, 1, 20, 27), None, 5, 2),
+    TrainedSpec("breast_cancer", (0, 1, 20, 27), None, 10, 3),
+    TrainedSpec("breast_cancer", (0, 1, 20, 27), None, 20, 2),
+    TrainedSpec("breast_cancer", (0, 1, 20, 27), None, 50, 2),
+    TrainedSpec("breast_cancer", (7, 22, 27), None, 5, 2),
+    TrainedSpec("breast_cancer", (21, 27), None, 5, 2),
+    TrainedSpec("breast_cancer", (21, 27), None, 50, 4),
+    TrainedSpec("breast_cancer", (0, 1, 7, 20, 21, 27), None, 5, 2),
+    TrainedSpec("breast_cancer", (0, 1, 7, 20, 21, 27), None, 10, 3),
+    TrainedSpec("digits", (20, 28, 36, 43), (0, 1, 7), 5, 2),
+    TrainedSpec("digits", (20, 28, 36, 43), (0, 1, 7), 20, 3),
+    TrainedSpec("digits", (20, 28, 36, 43), (0, 1, 7), 50, 3),
+    TrainedSpec("digits", (21, 26, 34, 42, 53), (3, 5, 8), 5, 2),
+    TrainedSpec("digits", (21, 26, 34, 42, 53), (3, 5, 8), 50, 2),
+    TrainedSpec("digits", (19, 27, 35, 43), (0, 1, 2, 3), 10, 2),
+    TrainedSpec("digits", (19, 27, 35, 43), (0, 1, 2, 3), 20, 3),
+    TrainedSpec("digits", (28, 36), (0, 1), 20, 3),
+    TrainedSpec("digits", (28, 36), (0, 1), 50, 3),
+    TrainedSpec("digits", (20, 28, 36, 43, 44, 21), (0, 1, 2, 3, 4), 5, 2),
+    TrainedSpec("digits", (20, 28, 36, 43, 44, 21), (0, 1, 2, 3, 4), 20, 2),
+)
+
+SPEC_CASES = {
+    "spec-susan": ("SUSAN_FOREST", "SUSAN", "SPEC §4 Susan (paper Fig. 2)"),
+    "spec-flip": ("FLIP_FOREST", "FLIP", "SPEC §4 flip example (paper §4)"),
+    "spec-figure1": ("FIGURE1_FOREST", None, "SPEC §4 Figure 1 decision graph"),
+}
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """A case to build: its id and origin (the manifest's ``origin``, which drives
+    :func:`make`)."""
+
+    id: str
+    origin: dict[str, Any]
+
+
+def spec_case(case_id: str) -> CaseSpec:
+    """A SPEC §4 worked example (:mod:`crosscheck.spec_examples`) with every world."""
+    forest_name, instance_name, title = SPEC_CASES[case_id]
+    return CaseSpec(case_id, {"kind": "spec", "example": title, "forest": forest_name,
+                              "instances": "every world; the SPEC's instance first" if
+                              instance_name else "every world"})
+
+
+def random_case(stream: Stream, k: int) -> CaseSpec:
+    """Candidate ``k`` of a stream of tiny random forests."""
+    return CaseSpec(f"random-{stream.name}-{k:04d}", {
+        "kind": "random", "stream": stream.name, "generator": "crosscheck.fuzz.make_case",
+        "seed": stream.seed, "case": k, "limits": asdict(stream.limits),
+        "single_state_retests": stream.retests,
+        "instances": "make_case's instances, then a tied world and a world per decided class"})
+
+
+def trained_case(spec: TrainedSpec) -> CaseSpec:
+    """A forest trained on a scikit-learn bundled dataset (names resolved for the manifest)."""
+    from sklearn import datasets
+
+    bunch = getattr(datasets, f"load_{spec.dataset}")()
+    labels = spec.labels if spec.labels is not None else tuple(range(len(bunch.target_names)))
+    return CaseSpec(spec.id, {
+        "kind": "trained", "dataset": spec.dataset,
+        "loader": f"sklearn.datasets.load_{spec.dataset}", "columns": list(spec.columns),
+        "features": [str(bunch.feature_names[c]) for c in spec.columns],
+        "labels": list(labels), "classes": [str(bunch.target_names[c]) for c in labels],
+        "trainer": "core.train.train_forest (RandomForestClassifier, 85/15 split)",
+        "n_estimators": spec.trees, "max_depth": spec.depth, "random_state": spec.seed,
+        "n_instances": spec.instances,
+        "instances": "the first distinct test rows (as states)"})
+
+
+# ---------------------------------------------------------------------------------------------
+# Making a case: forest, instances, native answers, categories
+
+
+@dataclass
+class Made:
+    """A case's forest and instances, plus facts to record (training quality)."""
+
+    forest: Forest
+    instances: list[Instance]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def make(spec: CaseSpec) -> Made:
+    """The forest and instances a case's origin describes."""
+    origin = spec.origin
+    if origin["kind"] == "spec":
+        doc = getattr(spec_examples, origin["forest"])
+        forest = forest_from_json(doc, source=origin["example"])
+        first = SPEC_CASES[spec.id][1]
+        head = [spec_examples.instance(forest, getattr(spec_examples, first))] if first else []
+        return Made(forest, list(dict.fromkeys(head + _worlds(forest))))
+    if origin["kind"] == "random":
+        limits = Limits(**origin["limits"])
+        forest, xs = make_case(origin["seed"], origin["case"], limits)
+        if origin["single_state_retests"]:
+            forest = with_single_state_retests(
+                forest, random.Random(f"corpus-retest/{origin['seed']}/{origin['case']}"))
+        rng = random.Random(f"corpus-worlds/{origin['seed']}/{origin['case']}")
+        return Made(forest, with_edge_worlds(forest, xs, rng))
+    return _trained(origin)
+
+
+def _worlds(forest: Forest) -> list[Instance]:
+    return list(itertools.product(*(range(f.n_states) for f in forest.features)))
+
+
+def with_single_state_retests(forest: Forest, rng: random.Random) -> Forest:
+    """Below (about half of) the branches that leave a single state of their feature feasible,
+    insert a node re-testing that feature with one branch on that state (SPEC §2: the branches
+    partition the feasible states, here a single one)."""
+    trees = []
+    for tree in forest.trees:
+        nodes = list(tree.nodes)
+        for k, node in enumerate(tree.nodes):
+            if type(node) is not Branching:
+                continue
+            branches = list(node.branches)
+            for b, (mask, child) in enumerate(branches):
+                if mask & (mask - 1) == 0 and rng.random() < 0.5:
+                    nodes.append(Branching(node.feature, ((mask, child),)))
+                    branches[b] = (mask, len(nodes) - 1)
+            nodes[k] = Branching(node.feature, tuple(branches))
+        trees.append(Tree(tuple(nodes)))
+    return Forest(forest.features, forest.classes, tuple(trees))
+
+
+def _tied(forest: Forest, x: Instance) -> bool:
+    votes = forest.votes(x)
+    return votes.count(max(votes)) > 1
+
+
+def with_edge_worlds(forest: Forest, instances: Sequence[Instance],
+                     rng: random.Random) -> list[Instance]:
+    """``instances`` (duplicates dropped) plus, when none of them is one, a world with tied
+    votes and a world decided for each class (first in a shuffled order of all worlds)."""
+    worlds = _worlds(forest)
+    rng.shuffle(worlds)
+    chosen = list(dict.fromkeys(instances))
+    wanted: list[Callable[[Instance], bool]] = [lambda w: _tied(forest, w)]
+    wanted += [lambda w, c=c: forest.decision(w) == c for c in range(len(forest.classes))]
+    for want in wanted:
+        if not any(want(x) for x in chosen):
+            chosen.extend(itertools.islice((w for w in worlds if want(w)), 1))
+    return chosen
+
+
+def _trained(origin: dict[str, Any]) -> Made:
+    import numpy as np
+    from sklearn import datasets
+
+    from core.train import Dataset, train_forest
+
+    bunch = getattr(datasets, f"load_{origin['dataset']}")()
+    labels = list(origin["labels"])
+    keep = np.isin(bunch.target, labels)
+    data = Dataset(origin["dataset"], list(origin["features"]),
+                   bunch.data[keep][:, origin["columns"]],
+                   np.array([labels.index(v) for v in bunch.target[keep]]),
+                   list(origin["classes"]))
+    trained = train_forest(data, origin["n_estimators"], origin["max_depth"],
+                           origin["random_state"])
+    instances = list(dict.fromkeys(trained.test_instances))[:origin["n_instances"]]
+    return Made(trained.forest, instances, {
+        "accuracy": round(trained.accuracy, 6), "vote_agreement": round(trained.vote_agreement, 6),
+        "test_rows": len(trained.test_instances)})
+
+
+def native_lines(forest: Forest, instances: Sequence[Instance]) -> dict[str, list[str]]:
+    """The native engine's explanation lines, every field, per tie policy (SPEC §5)."""
+    out = {}
+    for ties in TIES:
+        explainer = Explainer(forest, ties)
+        out[ties] = [explainer.explain(x).to_line() for x in instances]
+    return out
+
+
+def categories(forest: Forest, lines: dict[str, list[str]]) -> list[str]:
+    """The edge-case categories a case hits, from its forest and its explanation lines."""
+    numeric = sum(f.is_numeric for f in forest.features)
+    hits = {f"classes-{len(forest.classes)}",
+            "mixed-features" if 0 < numeric < len(forest.features) else
+            "numeric-only" if numeric else "categorical-only"}
+    if len(forest.trees) == 1:
+        hits.add("one-tree")
+    if all(f.n_states == 2 for f in forest.features):
+        hits.add("binary-features")
+    if any(f.n_states == 1 for f in forest.features):
+        hits.add("one-state-feature")
+    tested: set[int] = set()
+    for tree in forest.trees:
+        parents: dict[int, int] = {}
+        for node in tree.nodes:
+            if type(node) is not Branching:
+                continue
+            tested.add(node.feature)
+            cover = 0
+            for mask, child in node.branches:
+                cover |= mask
+                parents[child] = parents.get(child, 0) + 1
+            if cover != forest.features[node.feature].full:
+                hits.add("retest")
+            if len(node.branches) == 1 and cover & (cover - 1) == 0:
+                hits.add("single-state-retest")
+        if any(n > 1 for n in parents.values()):
+            hits.add("dag")
+    if len(tested) < len(forest.features):
+        hits.add("unused-feature")
+    for text in itertools.chain.from_iterable(lines.values()):
+        line = json.loads(text)
+        votes = list(line["votes"].values())
+        if votes.count(max(votes)) > 1:
+            hits.add("tie")
+        if line["robustness"] is None:
+            hits.add("valid-class")
+        if any(ces == [] for ces in line["contrastive"].values()):
+            hits.add("unsat-class")
+    return sorted(hits)
+
+
+def candidate_categories(spec: CaseSpec) -> list[str]:
+    """Categories of a random candidate (native engine only; used to select seeds)."""
+    made = make(spec)
+    return categories(made.forest, native_lines(made.forest, made.instances))
+
+
+# ---------------------------------------------------------------------------------------------
+# Building one case: native answers, oracle confirmations, circuits
+
+
+@dataclass
+class CaseResult:
+    """Files of a case (path inside the case directory → text), its manifest entry, and the
+    disagreements that forbid writing it (with repro documents)."""
+
+    id: str
+    files: dict[str, str]
+    entry: dict[str, Any]
+    failures: list[str] = field(default_factory=list)
+    repros: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def confirmations(report: Report) -> dict[str, dict[str, Any]]:
+    """Per oracle: ``confirmed`` with its number of agreeing checks (and the checks it left out
+    with why), or ``skipped`` with the reason."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in ORACLES:
+        mine = [o for o in report.outcomes if o.engine == name]
+        agreed = sum(o.status == "agree" for o in mine)
+        left_out: dict[str, list[str]] = {}
+        for o in mine:
+            if o.status == "skipped" and o.check not in left_out.setdefault(o.detail, []):
+                left_out[o.detail].append(o.check)
+        if not agreed:
+            out[name] = {"status": "skipped", "reason": "; ".join(left_out) or "no check ran"}
+        else:
+            out[name] = {"status": "confirmed", "checks": agreed}
+            if left_out:
+                out[name]["unchecked"] = left_out
+    return out
+
+
+def _circuits(forest: Forest) -> tuple[dict[str, str], list[str], str | None]:
+    """Circuit files of every class, form and tie policy, each checked by the BDD oracle:
+    ``(files, failures, why omitted)``."""
+    from crosscheck.bdd import BddOracle
+
+    reason = BddOracle.too_big(forest)
+    if reason:
+        return {}, [], reason
+    docs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for ties in TIES:
+        for form in FORMS:
+            if form == "nnf":
+                nnf = compile_nnf(forest, ties)
+                per_class = [nnf.nnf.to_json(nnf.roots[c], forest, name, ties)
+                             for c, name in enumerate(forest.classes)]
+            else:
+                dg = compile_dg(forest, ties, form)
+                per_class = [dg.dg.to_json(dg.roots[c], forest, name, ties)
+                             for c, name in enumerate(forest.classes)]
+            for c, doc in enumerate(per_class):
+                docs[circuit_file(form, ties, c, forest.classes[c])] = (ties, doc)
+    files = {path: json_text(doc) for path, (_, doc) in docs.items()}
+    size = sum(len(text.encode()) for text in files.values())
+    if size > CIRCUIT_BUDGET:
+        return {}, [], (f"{size} bytes of circuit files exceed the per-case budget of "
+                        f"{CIRCUIT_BUDGET}")
+    oracles = {ties: BddOracle(forest, ties) for ties in TIES}
+    failures = [verdict.describe() for path, (ties, doc) in docs.items()
+                if not (verdict := oracles[ties].check_circuit(doc, path)).equivalent]
+    return files, failures, None
+
+
+def _spec_answers(case_id: str, forest: Forest, lines: dict[str, list[str]]) -> list[str]:
+    """Differences between the SPEC §4 listed answers and the case's lines."""
+    problems = []
+    if case_id == "spec-figure1":
+        decided = [json.loads(line)["decision"] for line in lines["first"]]
+        for name, count in spec_examples.FIGURE1_COUNTS.items():
+            if decided.count(name) != count:
+                problems.append(f"{decided.count(name)} worlds in {name}, SPEC §4 says {count}")
+        return problems
+    answers = spec_examples.SUSAN_ANSWERS if case_id == "spec-susan" else \
+        spec_examples.FLIP_ANSWERS
+    line = json.loads(lines["first"][0])
+    for key, value in answers.items():
+        want = value if key in ("decision", "robustness") else \
+            terms_json(forest, spec_examples.expected(forest, value))
+        if line[key] != want:
+            problems.append(f"{key}: {line[key]!r}, SPEC §4 says {want!r}")
+    return problems
+
+
+def build_case(spec: CaseSpec) -> CaseResult:
+    """Answers from the native engine, confirmed by every oracle that fits (both tie policies),
+    and the circuit files of small forests (each confirmed by the BDD oracle)."""
+    made = make(spec)
+    forest, instances = made.forest, made.instances
+    lines = native_lines(forest, instances)
+    files = {FOREST_FILE: json_text(forest.to_json()),
+             INSTANCES_FILE: "".join(dumps(instance_to_json(forest, x)) + "\n" for x in instances)}
+    for ties in TIES:
+        files[expected_file(ties)] = "".join(line + "\n" for line in lines[ties])
+    result = CaseResult(spec.id, files, {})
+    oracles = {}
+    for ties in TIES:
+        report = crosscheck(forest, instances, ties, ORACLES)
+        oracles[ties] = confirmations(report)
+        if not report.ok:
+            result.failures.extend(
+                f"{spec.id} (ties {ties}): {d.check} ({' vs '.join(d.engines)})"
+                f"{' at ' + json.dumps(d.instance, ensure_ascii=False) if d.instance else ''}: "
+                f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}"
+                for d in report.disagreements)
+            result.repros[ties] = repro(forest, instances, ties, report.disagreements)
+    confirmed = [name for name in ORACLES
+                 if all(oracles[ties][name]["status"] == "confirmed" for ties in TIES)]
+    if not confirmed:
+        result.failures.append(f"{spec.id}: no oracle fits the case")
+    circuits, circuit_failures, omitted = _circuits(forest)
+    result.failures.extend(f"{spec.id}: {problem}" for problem in circuit_failures)
+    files.update(circuits)
+    entry: dict[str, Any] = {"id": spec.id, "origin": spec.origin}
+    if made.facts:
+        entry["training"] = made.facts
+    entry["categories"] = categories(forest, lines)
+    entry["forest"] = {
+        "features": len(forest.features),
+        "numeric": sum(f.is_numeric for f in forest.features),
+        "states": [f.n_states for f in forest.features],
+        "classes": len(forest.classes), "trees": len(forest.trees), "nodes": forest.n_nodes,
+        "worlds": forest.n_worlds()}
+    entry["instances"] = len(instances)
+    entry["confirmed_by"] = confirmed
+    if spec.origin["kind"] == "spec":
+        problems = _spec_answers(spec.id, forest, lines)
+        result.failures.extend(f"{spec.id}: {p}" for p in problems)
+        entry["confirmed_by"] = confirmed + ["SPEC §4 listed answers"]
+    entry["oracles"] = oracles
+    entry["circuits"] = {"files": sorted(circuits), "checked_by": "bdd"} if circuits else \
+        {"omitted": omitted}
+    result.entry = entry
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Parallel map
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@contextlib.contextmanager
+def _pool(jobs: int) -> Iterator[Pool | None]:
+    """A process pool for ``jobs > 1`` (None: run in this process). Leaving the block, also
+    by an error or Ctrl-C, terminates the workers at once."""
+    if jobs <= 1:
+        yield None
+        return
+    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+    with ctx.Pool(jobs) as pool:
+        yield pool
+
+
+def _indexed(fn: Callable[[T], R], job: tuple[int, T]) -> tuple[int, R]:
+    return job[0], fn(job[1])
+
+
+def _map(pool: Pool | None, fn: Callable[[T], R], items: Sequence[T],
+         progress: Callable[[int, int], None] | None = None,
+         cost: Callable[[T], float] | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, on the pool when there is one (costly items first)."""
+    out: list[R | None] = [None] * len(items)
+    if pool is None:
+        for i, item in enumerate(items):
+            out[i] = fn(item)
+            if progress:
+                progress(i + 1, len(items))
+        return out  # type: ignore[return-value]
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else \
+        range(len(items))
+    jobs = [(i, items[i]) for i in order]
+    for done, (i, result) in enumerate(
+            pool.imap_unordered(functools.partial(_indexed, fn), jobs), start=1):
+        out[i] = result
+        if progress:
+            progress(done, len(items))
+    return out  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole corpus
+
+
+def select(pool: Pool | None, stream: Stream,
+           batch: int = 16) -> list[CaseSpec]:
+    """The first ``quota`` candidates of a stream (in case order) that hit its category;
+    candidates are judged ``batch`` at a time (the result does not depend on ``batch``)."""
+    chosen: list[CaseSpec] = []
+    start = 0
+    while len(chosen) < stream.quota:
+        if start >= MAX_TRIES_PER_CASE * stream.quota:
+            raise RuntimeError(f"stream {stream.name}: only {len(chosen)} of {stream.quota} "
+                               f"cases hit {stream.category!r} in {start} candidates")
+        specs = [random_case(stream, k) for k in range(start, start + batch)]
+        for spec, hits in zip(specs, _map(pool, candidate_categories, specs)):
+            if stream.category in hits and len(chosen) < stream.quota:
+                chosen.append(spec)
+        start += batch
+    return chosen
+
+
+def plan(pool: Pool | None, jobs: int = 1,
+         progress: bool = False) -> list[CaseSpec]:
+    """Every case of the corpus, in manifest order."""
+    specs = [spec_case(case_id) for case_id in SPEC_CASES]
+    with Progress("selecting random cases", enabled=progress) as bar:
+        for done, stream in enumerate(STREAMS, start=1):
+            specs.extend(select(pool, stream, 16 * jobs))
+            bar(done, len(STREAMS))
+    specs.extend(trained_case(t) for t in TRAINED)
+    ids = [s.id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError(f"case ids repeat: {sorted(i for i in ids if ids.count(i) > 1)}")
+    return specs
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python, the packages the answers depend on, and rfcircuits."""
+    out = {"python": platform.python_version(), "rfcircuits": __version__}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _cost(spec: CaseSpec) -> float:
+    """Rough build cost for scheduling: trained forests first, the largest first."""
+    o = spec.origin
+    return o["n_estimators"] * o["max_depth"] * len(o["columns"]) if o["kind"] == "trained" \
+        else 0.0
+
+
+@dataclass
+class BuildSummary:
+    """What :func:`build` wrote (sizes, categories), or the problems that stopped it."""
+
+    cases: int = 0
+    instances: int = 0
+    bytes: int = 0
+    categories: dict[str, int] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    repro_files: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def text(self) -> str:
+        if self.failures:
+            lines = [f"corpus build FAILED: {len(self.failures)} problems (oracle "
+                     "disagreements, unconfirmed cases); the corpus was not written"]
+            lines += [f"  {f}" for f in self.failures[:50]]
+            if len(self.failures) > 50:
+                lines.append(f"  ... and {len(self.failures) - 50} more")
+            lines += [f"  repro: {p}" for p in self.repro_files]
+            return "\n".join(lines)
+        cats = ", ".join(f"{k} {v}" for k, v in sorted(self.categories.items()))
+        return (f"corpus build: {self.cases} cases, {self.instances} instances, "
+                f"{self.bytes / 1e6:.2f} MB\n  categories: {cats}")
+
+
+def build(out: str, jobs: int = 1, progress: bool = True,
+          failures_dir: str = "corpus-failures") -> BuildSummary:
+    """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed)."""
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(f"{out}: exists and is not a directory")
+    if os.path.isdir(out) and os.listdir(out) and not os.path.exists(os.path.join(out, MANIFEST)):
+        raise InputError(f"{out}: not empty and not a corpus (no {MANIFEST}); refusing to "
+                         "replace it")
+    summary = BuildSummary()
+    with _pool(jobs) as pool:
+        specs = plan(pool, jobs, progress)
+        with Progress("building cases", enabled=progress) as bar:
+            results = _map(pool, build_case, specs, bar, _cost)
+    for result in results:
+        summary.failures.extend(result.failures)
+        for ties, doc in result.repros.items():
+            path = os.path.join(failures_dir, f"{result.id}-{ties}.json")
+            with atomic_open(path) as handle:
+                handle.write(json_text(doc))
+            summary.repro_files.append(path)
+    if summary.failures:
+        return summary
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-", dir=parent)
+    try:
+        for result in results:
+            for rel, text in result.files.items():
+                _write(os.path.join(tmp, CASES, result.id, rel), text)
+        entries = [r.entry for r in results]
+        for entry in entries:
+            for cat in entry["categories"]:
+                summary.categories[cat] = summary.categories.get(cat, 0) + 1
+        summary.cases = len(entries)
+        summary.instances = sum(e["instances"] for e in entries)
+        manifest = {"format": CORPUS_FORMAT, "built_by": "rfcircuits corpus build",
+                    "versions": versions(), "summary": {
+                        "cases": summary.cases, "instances": summary.instances,
+                        "categories": dict(sorted(summary.categories.items()))},
+                    "cases": entries}
+        _write(os.path.join(tmp, README), readme(manifest))
+        _write(os.path.join(tmp, MANIFEST),
+               json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True) + "\n")
+        summary.bytes = _size(tmp)
+        _plain_modes(tmp)
+        _swap(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return summary
+
+
+def _write(path: str, text: str) -> None:
+    with atomic_open(path) as handle:
+        handle.write(text)
+
+
+def _plain_modes(root: str) -> None:
+    """Give the corpus the modes a plain write would (temporary files and directories are
+    created private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(root, 0o777 & ~umask)
+    for directory, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(directory, name), 0o777 & ~umask)
+        for name in files:
+            os.chmod(os.path.join(directory, name), 0o666 & ~umask)
+
+
+def _size(root: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(root) for f in fs)
+
+
+def _swap(new: str, out: str) -> None:
+    """Put directory ``new`` in place of ``out`` (the old corpus is removed afterwards)."""
+    if not os.path.exists(out):
+        os.replace(new, out)
+        return
+    old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-", dir=os.path.dirname(out))
+    os.replace(out, os.path.join(old, "corpus"))
+    os.replace(new, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def readme(manifest: dict[str, Any]) -> str:
+    """``fixtures/README.md``: the layout, the case mix, how to use and regenerate the corpus."""
+    cats = "\n".join(f"| {k} | {v} |" for k, v in manifest["summary"]["categories"].items())
+    kinds: dict[str, int] = {}
+    for entry in manifest["cases"]:
+        kinds[entry["origin"]["kind"]] = kinds.get(entry["origin"]["kind"], 0) + 1
+    mix = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
+    return f"""# rfcircuits golden corpus ({manifest['format']})
+
+Generated by `rfcircuits corpus build`; do not edit by hand. Re-verify with
+`rfcircuits corpus check` (add `--oracles` to have the oracles re-confirm every answer).
+
+{manifest['summary']['cases']} cases ({mix}), {manifest['summary']['instances']} instances.
+Every expected answer was computed by the native engine and confirmed by every oracle that
+fits the case (brute force, BDD, SAT; see `confirmed_by` and `oracles` in `MANIFEST.json`,
+which also records each case's origin and the package versions).
+
+## Layout
+
+- `cases/<id>/forest.json` — the forest (`rfcircuits.forest/1`, SPEC §5).
+- `cases/<id>/instances.jsonl` — one instance per line (state names).
+- `cases/<id>/expected-first.jsonl`, `expected-all.jsonl` — one SPEC §5 explanation per
+  instance with every field, byte-identical to
+  `rfcircuits explain --forest forest.json --instances instances.jsonl --ties first|all`.
+- `cases/<id>/circuits/<form>/<ties>/R<c>-<class>.<nnf|dg>.json` — for small forests, the class
+  formula of every class as `rfcircuits compile --form <form> --ties <ties> --out DIR` writes it
+  (`nnf`: Alg. 3, `dg-conj`: Alg. 3B, `dg`: Alg. 3A); each is equivalent to the forest's class
+  formula (BDD oracle). Another compiler's circuits need not be identical, only equivalent.
+
+## Cases
+
+- `spec-*`: the worked examples of SPEC §4, every world as an instance.
+- `random-<stream>-<k>`: tiny random forests (`crosscheck.fuzz.make_case(seed, k, limits)`),
+  the first of each stream's seeds that hit the stream's edge case; instances are
+  `make_case`'s plus a tied world and a world decided for each class.
+- `trained-*`: scikit-learn forests on bundled datasets (subsets of features and classes),
+  instances are test rows.
+
+Edge-case categories (number of cases hitting each; a case may hit several):
+
+| category | cases |
+|---|---|
+{cats}
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking a corpus
+
+
+def load_manifest(root: str) -> dict[str, Any]:
+    """The manifest, validated enough to drive :func:`check` (errors name the file)."""
+    path = os.path.join(root, MANIFEST)
+    doc = load_json_file(path)
+    if not isinstance(doc, dict) or doc.get("format") != CORPUS_FORMAT:
+        raise InputError(f"{path}: not a corpus manifest (expected format {CORPUS_FORMAT!r})")
+    cases = doc.get("cases")
+    if not isinstance(cases, list) or not cases:
+        raise InputError(f"{path}: 'cases' must be a non-empty list")
+    seen = set()
+    for i, entry in enumerate(cases):
+        where = f"{path}, cases[{i}]"
+        case_id = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(case_id, str) or not case_id or case_id in seen or \
+                os.path.basename(case_id) != case_id or case_id.startswith("."):
+            raise InputError(f"{where}: missing, repeated or unsafe 'id'")
+        seen.add(case_id)
+        files = entry.get("circuits", {}).get("files", []) \
+            if isinstance(entry.get("circuits"), dict) else None
+        if not isinstance(files, list) or not all(
+                isinstance(p, str) and len(p.split("/")) == 4 and p.split("/")[0] == "circuits"
+                and p.split("/")[1] in FORMS and p.split("/")[2] in TIES and ".." not in p
+                for p in files):
+            raise InputError(f"{where} ({case_id}): 'circuits' must hold 'files', paths "
+                             "circuits/<form>/<ties>/<file>")
+    stray = sorted(set(os.listdir(os.path.join(root, CASES))) - seen) \
+        if os.path.isdir(os.path.join(root, CASES)) else []
+    if stray:
+        raise InputError(f"{os.path.join(root, CASES, stray[0])}: not listed in {path}")
+    return doc
+
+
+@dataclass
+class CaseCheck:
+    """What :func:`check_case` verified, and the mismatches it found."""
+
+    id: str
+    lines: int = 0
+    circuits: int = 0
+    circuits_skipped: str | None = None
+    oracle_checks: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _read_lines(path: str) -> list[str]:
+    lines = read_lines(path)
+    for n, line in enumerate(lines, start=1):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}, line {n}: invalid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{path}, line {n}: expected a JSON object")
+    return lines
+
+
+def _line_difference(expected: str, ours: str) -> list[str]:
+    """The fields in which two explanation lines differ (or a note on formatting)."""
+    a, b = json.loads(expected), json.loads(ours)
+    keys = list(dict.fromkeys([*b, *a]))
+    fields = [f"field {k}: expected {_short(a.get(k))}, native {_short(b.get(k))}"
+              for k in keys if a.get(k) != b.get(k)]
+    return fields or ["same fields, but not byte-identical (formatting or key order)"]
+
+
+def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = ()) -> CaseCheck:
+    """Re-verify one case: native lines byte for byte, circuit files against the BDD oracle,
+    and (``oracles``) the harness. Malformed files raise :class:`InputError`."""
+    case_id = entry["id"]
+    result = CaseCheck(case_id)
+    case_dir = os.path.join(root, CASES, case_id)
+    if not os.path.isdir(case_dir):
+        raise InputError(f"{case_dir}: no such case directory (listed in {MANIFEST})")
+    forest = load_forest(os.path.join(case_dir, FOREST_FILE))
+    instances_path = os.path.join(case_dir, INSTANCES_FILE)
+    instances = load_instances(instances_path, forest)
+    for ties in TIES:
+        path = os.path.join(case_dir, expected_file(ties))
+        expected = _read_lines(path)
+        if len(expected) != len(instances):
+            raise InputError(f"{path}: {len(expected)} lines for {len(instances)} instances in "
+                             f"{instances_path}")
+        explainer = Explainer(forest, ties)
+        for n, (x, line) in enumerate(zip(instances, expected), start=1):
+            try:
+                ours = explainer.explain(x).to_line()
+            except Exception as exc:  # a crash is a mismatch to report, not a traceback
+                result.mismatches.append(f"{case_id}, {expected_file(ties)} line {n}: the native "
+                                         f"engine failed ({exc!r})")
+                continue
+            result.lines += 1
+            if ours != line:
+                result.mismatches.extend(f"{case_id}, {expected_file(ties)} line {n} (instance "
+                                         f"{n}): {d}" for d in _line_difference(line, ours))
+    _check_circuits(case_dir, forest, entry["circuits"].get("files", []), result)
+    for ties in TIES if oracles else ():
+        report = crosscheck(forest, instances, ties, oracles)
+        result.oracle_checks += report.checks()
+        result.mismatches.extend(
+            f"{case_id} (ties {ties}): {d.check} ({' vs '.join(d.engines)})"
+            f"{' at ' + _short(d.instance) if d.instance else ''}: {_short(d.counterexample)}"
+            for d in report.disagreements)
+    return result
+
+
+def _check_circuits(case_dir: str, forest: Forest, files: Iterable[str],
+                    result: CaseCheck) -> None:
+    from crosscheck.bdd import NNF_FORMAT, BddOracle
+
+    files = list(files)
+    if not files:
+        return
+    reason = BddOracle.too_big(forest)
+    if reason:
+        result.circuits_skipped = reason
+        return
+    oracles: dict[str, BddOracle] = {}
+    for rel in files:
+        _, form, ties, _ = rel.split("/")
+        path = os.path.join(case_dir, *rel.split("/"))
+        doc = load_json_file(path)
+        if not isinstance(doc, dict) or doc.get("ties") != ties or \
+                (doc.get("format") == NNF_FORMAT) != (form == "nnf"):
+            result.mismatches.append(f"{result.id}, {rel}: not a {form} circuit for ties {ties}")
+            continue
+        oracle = oracles.setdefault(ties, BddOracle(forest, ties))
+        verdict = oracle.check_circuit(doc, f"{result.id}/{rel}")
+        result.circuits += 1
+        if not verdict.equivalent:
+            result.mismatches.append(verdict.describe())
+
+
+@dataclass
+class CheckSummary:
+    """Totals of :func:`check` and every mismatch found."""
+
+    cases: int = 0
+    lines: int = 0
+    circuits: int = 0
+    circuits_skipped: int = 0
+    oracle_checks: int = 0
+    mismatches: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    def text(self) -> str:
+        head = (f"corpus check: {self.cases} cases, {self.lines} explanation lines reproduced "
+                f"byte for byte, {self.circuits} circuit files equivalent (BDD)"
+                + (f", {self.circuits_skipped} cases' circuits beyond the BDD oracle"
+                   if self.circuits_skipped else "")
+                + (f", {self.oracle_checks} oracle checks" if self.oracle_checks else "")
+                + f"; {len(self.mismatches)} mismatches")
+        lines = [head] + [f"  MISMATCH {m}" for m in self.mismatches[:100]]
+        if len(self.mismatches) > 100:
+            lines.append(f"  ... and {len(self.mismatches) - 100} more")
+        return "\n".join(lines)
+
+
+def check(root: str, jobs: int = 1, oracles: Sequence[str] = (),
+          progress: bool = True) -> CheckSummary:
+    """Re-verify every case of the corpus in ``root`` (see :func:`check_case`)."""
+    manifest = load_manifest(root)
+    recorded = manifest.get("versions", {})
+    now = versions()
+    changed = [f"{k} {recorded.get(k)} → {v}" for k, v in now.items() if recorded.get(k) != v]
+    if changed and progress:
+        print(f"[corpus check] note: versions differ from the build's: {', '.join(changed)}",
+              file=sys.stderr)
+    summary = CheckSummary()
+    one = functools.partial(check_case, root, oracles=tuple(oracles))
+    with _pool(jobs) as pool, Progress("checking cases", enabled=progress) as bar:
+        results = _map(pool, one, manifest["cases"], bar)
+    for r in results:
+        summary.cases += 1
+        summary.lines += r.lines
+        summary.circuits += r.circuits
+        summary.circuits_skipped += r.circuits_skipped is not None
+        summary.oracle_checks += r.oracle_checks
+        summary.mismatches.extend(r.mismatches)
+    return summary

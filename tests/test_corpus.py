@@ -1,0 +1,171 @@
+"""The golden corpus in ``fixtures/`` (issue 6, part A).
+
+The native engine must reproduce every committed answer byte for byte (and every committed
+circuit file must still be equivalent to the BDD oracle's class formula); ``corpus check``
+must catch a corrupted answer (exit 1) and a malformed file (exit 2); ``corpus build`` must be
+deterministic and refuse to write a case an oracle disagrees with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from core.explain import Explainer
+from crosscheck import corpus
+from crosscheck.cli import main
+from crosscheck.strategies import Limits
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+MANIFEST = corpus.load_manifest(str(FIXTURES))
+CASES = MANIFEST["cases"]
+
+
+@pytest.mark.parametrize("entry", CASES, ids=[e["id"] for e in CASES])
+def test_native_engine_reproduces_the_corpus(entry):
+    result = corpus.check_case(str(FIXTURES), entry)
+    assert not result.mismatches, "\n".join(result.mismatches)
+    assert result.lines == 2 * entry["instances"]
+    assert result.circuits == len(entry["circuits"].get("files", []))
+
+
+def test_manifest_covers_the_issue():
+    assert len(CASES) >= 300
+    assert MANIFEST["format"] == corpus.CORPUS_FORMAT
+    assert {"python", "numpy", "scikit-learn", "dd", "python-sat"} <= set(MANIFEST["versions"])
+    hit = MANIFEST["summary"]["categories"]
+    for category in ("tie", "valid-class", "unsat-class", "single-state-retest",
+                     "mixed-features", "one-tree", "classes-2", "classes-3", "classes-4",
+                     "classes-5"):
+        assert hit.get(category, 0) >= 10, category
+    kinds = {e["origin"]["kind"] for e in CASES}
+    assert kinds == {"spec", "random", "trained"}
+    datasets = {e["origin"]["dataset"] for e in CASES if e["origin"]["kind"] == "trained"}
+    assert datasets == {"iris", "wine", "breast_cancer", "digits"}
+    trees = [e["origin"]["n_estimators"] for e in CASES if e["origin"]["kind"] == "trained"]
+    assert min(trees) == 5 and max(trees) == 50
+    for e in CASES:
+        assert e["confirmed_by"], e["id"]
+        assert set(e["oracles"]) == {"first", "all"}
+    assert sum(bool(e["circuits"].get("files")) for e in CASES) >= 250
+
+
+def small_corpus(tmp_path: Path, ids: list[str]) -> Path:
+    """A copy of some cases of the committed corpus, with their own manifest."""
+    root = tmp_path / "corpus"
+    for case_id in ids:
+        shutil.copytree(FIXTURES / corpus.CASES / case_id, root / corpus.CASES / case_id)
+    manifest = dict(MANIFEST, cases=[e for e in CASES if e["id"] in ids])
+    (root / corpus.MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    return root
+
+
+def first_with_circuits() -> str:
+    return next(e["id"] for e in CASES if e["origin"]["kind"] == "random"
+                and e["circuits"].get("files"))
+
+
+def test_check_passes_on_a_clean_copy(tmp_path, capsys):
+    root = small_corpus(tmp_path, ["spec-susan", first_with_circuits()])
+    assert main(["corpus", "check", "--dir", str(root), "--no-progress"]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+
+
+def test_check_flags_a_corrupted_expected_line(tmp_path, capsys):
+    root = small_corpus(tmp_path, ["spec-susan", first_with_circuits()])
+    path = root / corpus.CASES / "spec-susan" / "expected-all.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = json.loads(lines[0])
+    line["robustness"] += 1
+    lines[0] = json.dumps(line, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert main(["corpus", "check", "--dir", str(root), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "MISMATCH spec-susan, expected-all.jsonl line 1" in out
+    assert "field robustness: expected 2, native 1" in out
+
+
+def test_check_flags_a_wrong_circuit_file(tmp_path, capsys):
+    root = small_corpus(tmp_path, ["spec-susan"])
+    rel = "circuits/nnf/first/R1-yes.nnf.json"  # Susan's "yes": some worlds, not all
+    path = root / corpus.CASES / "spec-susan" / rel
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["nodes"].append({"const": False})  # the last node is the root: now false
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["corpus", "check", "--dir", str(root), "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert f"spec-susan/{rel}" in out and "NOT equivalent" in out
+
+
+@pytest.mark.parametrize("damage, named", [
+    (lambda case: (case / "expected-first.jsonl").write_text("{\"votes\": \n", "utf-8"),
+     "expected-first.jsonl, line 1: invalid JSON"),
+    (lambda case: (case / "forest.json").unlink(), "forest.json: no such file"),
+    (lambda case: (case / "instances.jsonl").write_text("[1, 2]\n", "utf-8"),
+     "instances.jsonl, line 1"),
+    (lambda case: (case / "expected-all.jsonl").write_text("", "utf-8"),
+     "expected-all.jsonl: 0 lines for"),
+    (lambda case: (case.parent.parent / corpus.MANIFEST).write_text("{", "utf-8"),
+     "MANIFEST.json: invalid JSON"),
+    (lambda case: shutil.rmtree(case), "no such case directory"),
+])
+def test_check_rejects_a_malformed_corpus(tmp_path, capsys, damage, named):
+    root = small_corpus(tmp_path, ["spec-flip"])
+    damage(root / corpus.CASES / "spec-flip")
+    assert main(["corpus", "check", "--dir", str(root), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+
+
+@pytest.fixture
+def mini(monkeypatch):
+    """A corpus of one SPEC example and two tiny random cases."""
+    monkeypatch.setattr(corpus, "SPEC_CASES", {"spec-flip": corpus.SPEC_CASES["spec-flip"]})
+    monkeypatch.setattr(corpus, "STREAMS", (corpus.Stream("tie", "tie", 2, Limits(3, 3, 3, 2, 2),
+                                                          601),))
+    monkeypatch.setattr(corpus, "TRAINED", ())
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_build_is_deterministic_and_checks_clean(mini, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["corpus", "build", "--out", str(a), "--no-progress"]) == 0
+    assert main(["corpus", "build", "--out", str(b), "--no-progress", "--jobs", "2"]) == 0
+    assert tree_bytes(a) == tree_bytes(b)
+    assert main(["corpus", "build", "--out", str(a), "--no-progress"]) == 0  # replaces a
+    assert tree_bytes(a) == tree_bytes(b)
+    assert main(["corpus", "check", "--dir", str(a), "--no-progress", "--oracles"]) == 0
+    assert "0 mismatches" in capsys.readouterr().out
+
+
+def test_build_writes_nothing_when_an_oracle_disagrees(mini, monkeypatch, tmp_path, capsys):
+    original = Explainer.explain
+
+    def wrong(self, x, what=None, *args, **kwargs):
+        e = original(self, x, what) if what is not None else original(self, x)
+        return dataclasses.replace(e, robustness=(e.robustness or 0) + 1)
+
+    monkeypatch.setattr(Explainer, "explain", wrong)
+    out = tmp_path / "corpus"
+    assert main(["corpus", "build", "--out", str(out), "--no-progress",
+                 "--failures", str(tmp_path / "failures")]) == 1
+    text = capsys.readouterr().out
+    assert "corpus build FAILED" in text and "robustness" in text
+    assert not out.exists()
+    assert sorted(p.name for p in (tmp_path / "failures").iterdir())
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_build_refuses_to_replace_a_directory_that_is_not_a_corpus(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine", "utf-8")
+    assert main(["corpus", "build", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "refusing to replace it" in capsys.readouterr().err
+    assert (tmp_path / "notes.txt").read_text("utf-8") == "mine"
