@@ -194,14 +194,14 @@ def bench_explain(args: argparse.Namespace) -> int:
 
     Times are per explained instance (up to 100 test rows) and exclude compiling the class
     formulas (reported as ``t_compile``) and computing CR/GR (``t_cr``), as in the paper;
-    ``t_sr_dual`` is the SRs as minimal hitting sets of the NRs, NR time included; ``t_ce``
-    is per target class."""
+    ``t_sr`` is the default SR method, the minimal hitting sets of the NRs (which it needs:
+    add ``t_nr``), ``t_sr_expand`` bottom-up expansion of CR; ``t_ce`` is per target class."""
     from core.explain import Explainer, Timings
 
     table3 = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
                     ("a", "%A", 6), ("t_compile", "T_comp", 7), ("t_cr", "T_CR", 7),
                     ("t_sr", "T_SR", 8), ("paper_t_sr", "paper", 7),
-                    ("t_sr_dual", "T_SRdual", 8), ("c_sr", "#C_SR", 7), ("paper_c_sr", "paper", 7),
+                    ("t_sr_expand", "T_SRexp", 8), ("c_sr", "#C_SR", 7), ("paper_c_sr", "paper", 7),
                     ("t_nr", "T_NR", 8), ("paper_t_nr", "paper", 7), ("c_nr", "#C_NR", 7),
                     ("paper_c_nr", "paper", 7), ("r", "r", 5), ("paper_r", "paper", 5),
                     ("t_sgnr", "T_sGNR", 8), ("paper_t_sgnr", "paper", 7),
@@ -223,11 +223,11 @@ def bench_explain(args: argparse.Namespace) -> int:
         compile_seconds = time.perf_counter() - start
         instances = trained.test_instances[:100]
         what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())
-        timing, dual = Timings(), Timings()
+        timing, expand = Timings(), Timings()
         counts = {"sr": 0, "nr": 0, "sgnr": 0, "ce": 0, "r": 0, "robust": 0}
         for x in instances:
             e = explainer.explain(x, what, timing)
-            explainer.explain(x, ("sr",), dual, sr_method="dual")
+            explainer.explain(x, ("sr",), expand, sr_method="expand")
             counts["sr"] += len(e.sufficient_reasons)
             counts["nr"] += len(e.necessary_reasons)
             counts["sgnr"] += len(e.shortest_flips)
@@ -245,7 +245,7 @@ def bench_explain(args: argparse.Namespace) -> int:
                                   "a": round(100 * trained.accuracy, 2),
                                   "t_compile": round(compile_seconds, 3),
                                   "t_cr": round(timing.reasons / n, 6),
-                                  "t_sr_dual": round((dual.nr + dual.sr) / n, 6)}
+                                  "t_sr_expand": round(expand.sr / n, 6)}
         row.update(pair("t_sr", round(timing.sr / n, 6), "T_SR"))
         row.update(pair("c_sr", round(counts["sr"] / n, 2), "C_SR"))
         row.update(pair("t_nr", round(timing.nr / n, 6), "T_NR"))

@@ -7,8 +7,10 @@ graph with Apply, then negated). :meth:`Explainer.explain` is stateless between 
 returns an immutable :class:`core.explanation.Explanation`:
 
 - CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
-- NRs: prime implicates of CR; SRs: prime implicants of CR, by bottom-up expansion or as the
-  minimal hitting sets of the NRs (``sr_method``) (:mod:`core.primes`);
+- NRs: prime implicates of CR; SRs: prime implicants of CR, as the minimal hitting sets of the
+  NRs (``sr_method="dual"``, the default: the NRs are computed anyway, and on the forests of
+  ``bench explain`` it is the faster method) or by bottom-up expansion of CR (``"expand"``)
+  (:mod:`core.primes`);
 - GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`);
 - robustness and the shortest GNRs: Alg. 5–7 (:mod:`core.robustness`);
 - CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``.
@@ -55,8 +57,8 @@ class Timings:
 class Explainer:
     """Formal explanations of a forest's decisions (SPEC §3, §5)."""
 
-    def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "expand",
-                 order: str = "depth") -> None:
+    def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
+                 order: str = "auto") -> None:
         if sr_method not in SR_METHODS:
             raise ValueError(f"sr_method must be one of {SR_METHODS}")
         self.forest = forest

@@ -28,7 +28,7 @@ from typing import Any
 from core.classformula import compile_nnf
 from core.dgcompile import compile_dg
 from core.errors import InputError
-from core.explain import Explainer
+from core.explain import SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
 from core.terms import term_json, variables
@@ -267,9 +267,12 @@ class Crosscheck:
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT) -> None:
         explainer = Explainer(self.forest, self.ties)
-        for x in instances:
+        for i, x in enumerate(instances):
             shown = instance_to_json(self.forest, x)
-            ours = self._guard("explain", ("native", "-"), shown, lambda: explainer.explain(x, what))
+            # Both SR methods face the oracles: they alternate over the instances.
+            method = SR_METHODS[i % len(SR_METHODS)]
+            ours = self._guard("explain", ("native", "-"), shown,
+                               lambda: explainer.explain(x, what, sr_method=method))
             if ours is None:
                 continue
             mine = ours.to_json()
