@@ -7,7 +7,7 @@ each comparison) runs with :class:`core.apply.Apply` as the comparator: ``max`` 
 - ``apply="ordered"`` (default): each tree formula is built with the closed form
   ``∨_k ([X ∈ S_k] ∧ C(child))`` in ordered Apply under a global feature order, so every graph
   is ordered (test-once) and the fast path of :mod:`core.apply` applies throughout. Sizes
-  depend on the order: :func:`feature_order` (default ``auto``) keeps the best of a few
+  depend on the order: :func:`core.featureorder.feature_order` (default ``auto``) keeps the best of a few
   static heuristics on a sample of the trees;
 - ``apply="generic"``: each tree is copied node for node (trees are weak test-once; re-tests
   keep only feasible states) and combined with paper Alg. 4.
@@ -22,7 +22,6 @@ networks are garbage collected (:meth:`DG.collect`).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,109 +29,12 @@ from dataclasses import dataclass, field
 from core.apply import Apply
 from core.classformula import Ops, comparisons, pair_outputs, per_class
 from core.dgraph import FALSE, TRUE, DG
-from core.errors import BudgetExceeded
-from core.forest import Branching, Forest, check_ties, topological_order
+from core.featureorder import feature_order
+from core.forest import Forest, check_ties
 
-ORDERS = ("auto", "depth", "usage", "force", "index")
 #: Garbage-collect between pair networks once the manager holds this many times the nodes it
 #: kept at the last collection (amortised: each collection costs time linear in the nodes).
 COLLECT_GROWTH = 2.0
-#: ``auto`` samples growing prefixes of the trees until its best candidate order creates at
-#: least this many nodes (a fraction of a second of Apply).
-SAMPLE_NODES = 50_000
-
-
-def feature_order(forest: Forest, how: str = "auto") -> list[int]:
-    """A global feature order for ordered Apply (the graphs' sizes depend on it).
-
-    ``depth`` puts features tested near the roots first (by mean test depth, then by use),
-    ``usage`` the most tested first, ``index`` is the forest's order. ``force`` refines
-    ``depth`` with FORCE (Aloul, Markov & Sakallah 2003): features whose tests are parent and
-    child in some tree are pulled together, which keeps trees spread over many features
-    (ionosphere, segment) from being split by many levels. ``auto`` (the default) compiles
-    Alg. 3B for ``depth``, ``usage`` and ``force`` on a prefix of the trees, doubling the
-    prefix (2, 4, 8, … trees, at most half the forest) until the best one creates
-    :data:`SAMPLE_NODES` nodes, and keeps the order that created the fewest nodes there
-    (deterministic: it counts nodes, not seconds). Trees are i.i.d., so a prefix ranks the
-    orders much as the whole forest does; ``force`` roughly halves the nodes of segment,
-    twonorm and waveform against ``depth``, and ``usage`` helps magic and ring.
-    """
-    k = len(forest.features)
-    if how == "index":
-        return list(range(k))
-    if how == "auto":
-        return _sampled_best(forest, [feature_order(forest, h) for h in ORDERS[1:4]])
-    if how == "force":
-        return _force(forest, feature_order(forest, "depth"))
-    uses = [0] * k
-    depth_sum = [0] * k
-    for tree in forest.trees:
-        depth = [0] * len(tree.nodes)  # length of the shortest path from the root
-        for n in topological_order(tree.nodes):
-            node = tree.nodes[n]
-            if type(node) is not Branching:
-                continue
-            uses[node.feature] += 1
-            depth_sum[node.feature] += depth[n]
-            for _, child in node.branches:
-                depth[child] = depth[n] + 1 if not depth[child] else min(depth[child], depth[n] + 1)
-    if how == "usage":
-        return sorted(range(k), key=lambda f: (-uses[f], f))
-    if how == "depth":
-        return sorted(range(k), key=lambda f: (depth_sum[f] / uses[f] if uses[f] else 1e9,
-                                               -uses[f], f))
-    raise ValueError(f"unknown order {how!r}: expected one of {', '.join(ORDERS)}")
-
-
-def _force(forest: Forest, start: list[int], rounds: int = 50) -> list[int]:
-    """FORCE on the (parent test, child test) feature pairs of the trees: each round places
-    every feature at the mean midpoint of its pairs; returns the order of least total pair
-    span seen, ``start`` included."""
-    pairs = [(node.feature, sub.feature) for tree in forest.trees for node in tree.nodes
-             if type(node) is Branching for _, child in node.branches
-             if type(sub := tree.nodes[child]) is Branching and sub.feature != node.feature]
-    k = len(start)
-    position = [0] * k
-    for i, f in enumerate(start):
-        position[f] = i
-    best = (sum(abs(position[a] - position[b]) for a, b in pairs), start)
-    for _ in range(rounds):
-        total, count = [0.0] * k, [0] * k
-        for a, b in pairs:
-            middle = (position[a] + position[b]) / 2
-            total[a] += middle
-            total[b] += middle
-            count[a] += 1
-            count[b] += 1
-        order = sorted(range(k), key=lambda f: (total[f] / count[f] if count[f] else position[f],
-                                                position[f]))
-        for i, f in enumerate(order):
-            position[f] = i
-        span = sum(abs(position[a] - position[b]) for a, b in pairs)
-        if span < best[0]:
-            best = (span, order)
-    return best[1]
-
-
-def _sampled_best(forest: Forest, candidates: list[list[int]]) -> list[int]:
-    """The candidate order with which Alg. 3B on a prefix of the trees creates the fewest
-    nodes (see :func:`feature_order`, ``auto``); earlier candidates win ties."""
-    orders = [o for i, o in enumerate(candidates) if o not in candidates[:i]]
-    half = max(1, len(forest.trees) // 2)
-    m = min(2, half)
-    while True:
-        sample = Forest(forest.features, forest.classes, forest.trees[:m])
-        created: list[float] = []
-        for order in orders:
-            # Stop an order early once it is 4x worse than the best so far, or too big to sample.
-            budget = int(min(4 * min(created, default=math.inf), 40 * SAMPLE_NODES))
-            try:
-                created.append(compile_dg(sample, order=order, max_nodes=budget).created)
-            except BudgetExceeded:
-                created.append(math.inf)
-        if min(created) >= SAMPLE_NODES or 2 * m > half:
-            return orders[created.index(min(created))]
-        m *= 2
 
 
 @dataclass

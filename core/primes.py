@@ -28,17 +28,31 @@ def minimal(family: Iterable[int]) -> list[int]:
     """The inclusion-minimal sets of a family (duplicates and supersets removed), sorted by
     size then value.
 
-    Sets are visited by growing size, so a set is kept unless a kept one is its subset. For
-    large families the kept sets are indexed per feature — bit ``k`` of ``holding[f]`` says
-    that the ``k``-th kept set contains ``f`` — and the kept subsets of ``v`` are those holding
-    no feature outside ``v``: a few big-integer operations instead of a scan."""
+    Sets are visited by growing size, so a set is kept unless a kept one is its subset. The
+    kept sets are indexed per feature — bit ``k`` of ``holding[f]`` says that the ``k``-th kept
+    set contains ``f`` — and the kept subsets of ``v`` are those holding no feature outside
+    ``v``: a few big-integer operations per set instead of a scan of the kept ones."""
     ordered = sorted(set(family), key=lambda s: (s.bit_count(), s))
-    if len(ordered) <= 64:
-        kept: list[int] = []
-        for v in ordered:
-            if not any(u & v == u for u in kept):
-                kept.append(v)
-        return kept
+    width = max((v.bit_length() for v in ordered), default=0)
+    holding = [0] * width
+    everything = 0
+    kept: list[int] = []
+    for v in ordered:
+        outside = 0
+        for f in range(width):
+            if not v >> f & 1:
+                outside |= holding[f]
+        if everything & ~outside:
+            continue
+        bit = 1 << len(kept)
+        kept.append(v)
+        everything |= bit
+        rest = v
+        while rest:
+            low = rest & -rest
+            holding[low.bit_length() - 1] |= bit
+            rest ^= low
+    return kept
     width = max(v.bit_length() for v in ordered)
     holding = [0] * width
     everything = 0

@@ -109,10 +109,3 @@ def evaluate(net: Network, inputs: Sequence[T], wanted: Sequence[int],
         kind, a, b = net.ops[w - n]
         value[w] = (op_max if kind == MAX else op_min)(get(a), get(b))
     return [get(w) for w in roots]
-
-
-def at_least(inputs: Sequence[T], k: int, op_max: Callable[[T, T], T],
-             op_min: Callable[[T, T], T], false: T, presorted_pairs: bool = False) -> T:
-    """Output ``y_k`` of the network over ``inputs``: true iff at least ``k`` inputs are true."""
-    net = network(len(inputs), presorted_pairs)
-    return evaluate(net, inputs, [k], op_max, op_min, false)[0]

@@ -31,6 +31,7 @@ from core.errors import InputError
 from core.explain import SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
+from core.robustness import flips
 from core.terms import term_json, variables
 
 ORACLES = ("brute", "bdd", "sat")
@@ -198,6 +199,11 @@ class Crosscheck:
             forms["dg-conj alg4"] = self._guard(
                 "formula dg-conj alg4", ("native", "-"), None,
                 lambda: compile_dg(forest, ties, "dg-conj", apply="generic"))
+        if forms["dg"] is not None:
+            # Alg. 3A folds each class formula into one graph (the form CEs are negated from).
+            shapes = [len(roots) for roots in forms["dg"].roots]
+            self._result("formula dg is one graph per class", "native", set(shapes) == {1},
+                         None, shapes, [1] * len(shapes), None)
         for form, comp in forms.items():
             if comp is None:
                 continue
@@ -293,6 +299,22 @@ class Crosscheck:
                 if theirs is not None:
                     self._fields(name, shown, mine, theirs.to_json(),
                                  HEADER + tuple(WHAT_FIELDS[k] for k in what))
+                if name == "brute" and "flips" in what:
+                    self._guard("shortest flip worlds", ("native", name), shown,
+                                lambda: self._flip_worlds(x, shown, ours, oracle))
+
+    def _flip_worlds(self, x: Instance, shown: dict[str, str], ours: Any, brute: Any) -> None:
+        """The worlds :func:`core.robustness.flips` enumerates from our shortest GNRs must be
+        exactly the worlds outside Δ at the least distance from ``x`` (paper §4)."""
+        full = [f.full for f in self.forest.features]
+        mine = set(flips(x, ours.shortest_flips, full))
+        delta = brute.class_worlds(ours.decision)
+        outside = [w for i, w in enumerate(brute.worlds) if not delta >> i & 1]
+        least = min((brute.diff(x, w).bit_count() for w in outside), default=None)
+        truth = {w for w in outside if brute.diff(x, w).bit_count() == least}
+        self._result("shortest flip worlds", "brute", mine == truth, shown, sorted(mine),
+                     sorted(truth), {"only_ours": sorted(mine - truth)[:5],
+                                     "only_brute": sorted(truth - mine)[:5]})
 
     def _fields(self, engine: str, shown: dict[str, str], mine: dict[str, Any],
                 theirs: dict[str, Any], keys: Sequence[str]) -> None:

@@ -132,3 +132,30 @@ def test_fuzz_cli_short_run(tmp_path, capsys):
 def test_same_seed_same_cases():
     assert make_case(11, 4, Limits()) == make_case(11, 4, Limits())
     assert make_case(11, 4, Limits()) != make_case(11, 5, Limits())
+
+
+def test_wrong_flip_worlds_are_found(monkeypatch):
+    import crosscheck.harness as harness
+
+    real = harness.flips
+    monkeypatch.setattr(harness, "flips", lambda x, clauses, full: list(real(x, clauses, full))[1:])
+    f, xs = susan_case()
+    report = crosscheck(f, xs, formulas=False)
+    assert {d.check for d in report.disagreements} == {"shortest flip worlds"}, report.table()
+
+
+def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
+    import crosscheck.harness as harness
+
+    f, xs = next((f, xs) for seed in range(50) for f, xs in [make_case(11, seed, Limits())]
+                 if len(f.classes) >= 3)
+    assert crosscheck(f, xs[:1], what=("robust",)).ok
+    real = harness.compile_dg
+
+    def unfolded(forest, ties, form, **kw):
+        comp = real(forest, ties, form, **kw)
+        return dataclasses.replace(comp, roots=comp.roots_3b) if form == "dg" else comp
+
+    monkeypatch.setattr(harness, "compile_dg", unfolded)
+    report = crosscheck(f, xs[:1], what=("robust",))
+    assert {d.check for d in report.disagreements} == {"formula dg is one graph per class"}
