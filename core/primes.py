@@ -53,26 +53,6 @@ def minimal(family: Iterable[int]) -> list[int]:
             holding[low.bit_length() - 1] |= bit
             rest ^= low
     return kept
-    width = max(v.bit_length() for v in ordered)
-    holding = [0] * width
-    everything = 0
-    kept = []
-    for v in ordered:
-        outside = 0
-        for f in range(width):
-            if not v >> f & 1:
-                outside |= holding[f]
-        if everything & ~outside:
-            continue
-        bit = 1 << len(kept)
-        kept.append(v)
-        everything |= bit
-        rest = v
-        while rest:
-            low = rest & -rest
-            holding[low.bit_length() - 1] |= bit
-            rest ^= low
-    return kept
 
 
 def _cross(a: list[int], b: list[int]) -> list[int]:
