@@ -79,9 +79,21 @@ class Verdict:
     shrunk: list[dict[str, int]] = field(default_factory=list)
 
 
+def _annotations(tree: ast.AST) -> set[int]:
+    """Ids of the nodes inside type annotations: never evaluated under ``from __future__
+    import annotations``, so mutating them (``int | None`` → ``int & None``) tests nothing."""
+    roots = [a.annotation for a in ast.walk(tree) if isinstance(a, (ast.arg, ast.AnnAssign))]
+    roots += [f.returns for f in ast.walk(tree)
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return {id(n) for root in roots if root is not None for n in ast.walk(root)}
+
+
 def _points(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str, object]]:
     """Mutation points in ast.walk order: (node, operator name, change text, payload)."""
+    skip = _annotations(tree)
     for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _SWAP_BIN:
             new = _SWAP_BIN[type(node.op)]
             yield node, "binop", f"{_SYMBOL[type(node.op)]} → {_SYMBOL[new]}", new

@@ -42,3 +42,13 @@ def test_summary_counts():
                     Verdict("c", "m", "const", "equivalent")])
     assert (data["total"], data["killed"], data["equivalent"], data["kill_rate"]) == (3, 1, 1, 0.5)
     assert len(data["survivors"]) == 1
+
+
+def test_type_annotations_are_not_mutated():
+    from crosscheck.mutate import ROOT, mutants
+
+    # ``progress: Callable[[int, int], None] | None`` is an annotation, not code.
+    lines = (ROOT / "core/classformula.py").read_text(encoding="utf-8").splitlines()
+    annotated = [i for i, text in enumerate(lines, start=1) if "progress: Callable" in text]
+    assert annotated
+    assert not [m.ident for m in mutants("core/classformula.py") if m.line in annotated]
