@@ -204,6 +204,10 @@ class Crosscheck:
             shapes = [len(roots) for roots in forms["dg"].roots]
             self._result("formula dg is one graph per class", "native", set(shapes) == {1},
                          None, shapes, [1] * len(shapes), None)
+        if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
+            for form, comp in forms.items():
+                if form != "nnf" and comp is not None:
+                    self._invariants(f"formula {form} invariants", comp)
         for form, comp in forms.items():
             if comp is None:
                 continue
@@ -215,6 +219,15 @@ class Crosscheck:
                 elif oracle is not None:
                     self._guard(check, ("native", name), None,
                                 lambda: self._compare_formulas(check, form, comp, name, oracle))
+
+    def _invariants(self, check: str, comp: Any) -> None:
+        """Structure, ``ordered`` flags and weak test-once of every class's graphs (issue 3)."""
+        try:
+            comp.dg.check_invariants([r for roots in comp.roots for r in roots])
+        except AssertionError as exc:
+            self._result(check, "native", False, None, str(exc), None, None)
+        else:
+            self._result(check, "native", True, None, None, None, None)
 
     def _docs(self, form: str, comp: Any) -> list[dict[str, Any]]:
         """The circuit documents the native engine writes with ``compile --out``."""

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from core.explain import Explainer
 from core.explanation import ALL_WHAT
 from core.nnf import NNF
+from core.dgcompile import compile_dg
 from core.reasons import complete_reason, general_reason
 from core.robustness import flips
 from crosscheck.brute import BruteForce
@@ -61,19 +62,24 @@ def test_every_field_equals_brute_force(case, ties, method):
 
 
 @settings(max_examples=60, deadline=None)
-@given(forest_and_instance(LIMITS), st.sampled_from(["first", "all"]))
-def test_reasons_and_flips_semantics(case, ties):
+@given(forest_and_instance(LIMITS), st.sampled_from(["first", "all"]),
+       st.sampled_from(["ordered", "generic"]))
+def test_reasons_and_flips_semantics(case, ties, apply):
+    # The closed forms hold on weak test-once graphs (Alg. 4), not only on ordered ones.
     f, x = case
     brute = BruteForce(f, ties)
     explainer = Explainer(f, ties)
-    comp = explainer.compiled
+    comp = compile_dg(f, ties, "dg-conj", apply=apply)
     delta = brute.class_worlds(f.decision(x))
     nnf = NNF(f.features)
     roots = comp.roots[f.decision(x)]
     cr = complete_reason(comp.dg, roots, x, nnf)
     gr = general_reason(comp.dg, roots, x, nnf)
     nnf.check_invariants()
-    assert nnf.is_or_decomposable([cr]) and nnf.is_or_decomposable([gr])
+    assert nnf.is_or_decomposable([cr])
+    # GR is or-decomposable on test-once graphs (what the explainer compiles); on weak test-once
+    # graphs a re-test puts X-literals on both sides of an ∨ (docs/decisions.md).
+    assert apply == "generic" or nnf.is_or_decomposable([gr])
     got_cr, got_gr = nnf_worlds(nnf, [cr, gr], brute)
     assert got_cr == brute.complete_reason(x, delta)
     assert got_gr == brute.general_reason(x, delta)

@@ -159,3 +159,16 @@ def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
     monkeypatch.setattr(harness, "compile_dg", unfolded)
     report = crosscheck(f, xs[:1], what=("robust",))
     assert {d.check for d in report.disagreements} == {"formula dg is one graph per class"}
+
+
+def test_broken_graph_invariants_are_reported(monkeypatch):
+    from core.dgraph import DG
+
+    def broken(self, roots):
+        raise AssertionError("node 7: wrong ordered flag")
+
+    monkeypatch.setattr(DG, "check_invariants", broken)
+    f, xs = susan_case()
+    report = crosscheck(f, xs, what=("robust",))
+    assert {d.check for d in report.disagreements} == {
+        "formula dg-conj invariants", "formula dg invariants", "formula dg-conj alg4 invariants"}
