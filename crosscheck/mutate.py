@@ -20,11 +20,13 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import difflib
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -229,8 +231,7 @@ def judge(mutant: Mutant, budget: float, workdir: str) -> Verdict:
                    "--no-progress"], 3 * budget + 30)]
         for command, timeout in steps:
             try:
-                run = subprocess.run(command, cwd=copy, env=env, capture_output=True,
-                                     text=True, timeout=timeout)
+                run = _run_group(command, copy, env, timeout)
             except subprocess.TimeoutExpired:
                 verdict.status, verdict.reason = "killed", "timeout"
                 break
@@ -247,6 +248,24 @@ def judge(mutant: Mutant, budget: float, workdir: str) -> Verdict:
     finally:
         shutil.rmtree(copy, ignore_errors=True)
     return verdict
+
+
+def _run_group(command: list[str], cwd: Path, env: dict[str, str],
+               timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a judge step in its own process group; on timeout kill the whole group, so that
+    ``fuzz``'s worker processes (stuck in a mutant's endless loop) do not outlive it."""
+    with subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # leftover workers of a finished step
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 def campaign(modules: list[str], sample: int | None, budget: float, jobs: int,
