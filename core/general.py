@@ -4,225 +4,522 @@ of the general reason (SPEC §3; Ji & Darwiche 2023; paper Alg. 6–7 and their 
 The feature sets of the GSRs are exactly those of the SRs, and the feature sets of the GNRs
 exactly those of the NRs (a prime implicant/implicate of GR mentions a superset of some
 SR/NR feature set; each SR/NR set carries one). So both are computed with the target feature
-sets ``allowed`` known in advance, and every intermediate term or clause whose features fit in
-no allowed set is dropped — features only accumulate on the way up, so nothing dropped could
-have contributed (paper Alg. 6, generalised from the shortest sets to any family).
+sets ``allowed`` known in advance.
 
 - GNRs (:func:`gnrs`): Alg. 6 ``sCNF`` keeps the clauses of the CNF of GR whose features fit
-  an allowed set; per allowed set ``v``, the clauses on exactly ``v`` are closed under discrete
-  resolution with subsumption removal by *variable depletion* (Alg. 7): resolving two clauses
-  locally fixated on the instance keeps their features, so GNRs on ``v`` come only from clauses
-  on ``v``. With ``allowed`` = the shortest NR sets (Alg. 5's ``V``) this is exactly Alg. 7.
-- GSRs (:func:`gsrs`): the dual, bottom-up over the or-decomposable GR: ∨ unites the children's
-  prime implicants, ∧ conjoins them pairwise; the weakest survive. (On a GR that is not
-  or-decomposable ∨ would need consensus; callers pass GRs of test-once graphs.)
+  an allowed set — features only accumulate on the way up, so every intermediate clause that
+  fits no allowed set is dropped (Alg. 6, generalised from the shortest sets to any family),
+  and a ∨ of more operands than the largest allowed set has features is not even visited.
+  Per allowed set ``v``, the GNRs on ``v`` are the prime implicates of the clauses on exactly
+  ``v`` (resolving two clauses locally fixated on the instance keeps their features, so they
+  come only from those clauses). Alg. 7 closes them under discrete resolution with subsumption
+  removal by *variable depletion*; on one or two features (the usual shortest NR sets) the
+  same clauses are read off the falsified part of the grid directly (:func:`_rectangles`).
+  With ``allowed`` = the shortest NR sets (Alg. 5's ``V``) this is Alg. 6–7.
+- GSRs (:func:`gsrs`): the GSRs on an SR set ``v`` are the maximal boxes (terms) on ``v``
+  that contain the instance and imply GR. They are found by Berge's multiplication of boxes by
+  clauses, starting from the unconstrained box, with the clauses of GR discovered on demand: a
+  box that satisfies every clause known so far is checked against GR itself (batched, one pass
+  over the circuit for many boxes) and either implies it or yields a shortest violated clause.
+  Multiplying out the prime implicants bottom-up instead keeps those of every sub-circuit,
+  which grow combinatorially with the number of trees.
 
-Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`core.terms`).
+Both rely on the reason being or-decomposable (callers pass GRs of test-once graphs): a box
+implies a ∨ of children on disjoint features iff it implies one of them.
+
+Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`core.terms`);
+inside this module they are packed into ints (:class:`Packing`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from core.nnf import AND, CONST, LIT, NNF, OR, TRUE
-from core.terms import Clause, Term, variables
+from core.primes import bits
+from core.terms import Clause, Term
 
 
-def _subsets(allowed: Sequence[int]) -> set[int]:
-    """Every subset of every allowed feature set: the feature sets that "fit"."""
-    out: set[int] = set()
-    for u in allowed:
-        sub = u
-        while True:
-            out.add(sub)
-            if sub == 0:
-                break
-            sub = (sub - 1) & u
-    return out
+class Packing:
+    """Terms as ints: one field per feature, holding the states its literal allows (all of
+    them when the term does not mention the feature), under a guard bit.
+
+    A term ``a`` implies ``b`` iff ``a``'s bits are a subset of ``b``'s, ``a ∧ b`` is the
+    bitwise and, and it is consistent iff no field is empty — one subtraction tells: taking
+    1 from every field keeps every guard bit exactly when no field is zero. A clause is
+    packed as its negation (the term of the complements of its literals), so ``a ∨ b`` is
+    again the bitwise and, valid iff some field is empty, and ``a ⊨ b`` iff ``b ⊆ a``."""
+
+    def __init__(self, full: Sequence[int]) -> None:
+        self.full = tuple(full)
+        self.offsets: tuple[int, ...] = ()
+        top = guards = lows = at = 0
+        for m in self.full:
+            self.offsets += (at,)
+            top |= m << at
+            lows |= 1 << at
+            at += m.bit_length()
+            guards |= 1 << at
+            at += 1
+        #: The empty term (every field full).
+        self.top = top
+        #: ``masks[f]``: the bits of feature ``f``'s field.
+        self.masks = tuple(m << at for m, at in zip(self.full, self.offsets))
+        self._guards, self._lows = guards, lows
+
+    def literal(self, f: int, m: int) -> int:
+        """The one-literal term ``f ∈ m``."""
+        return self.top & ~self.masks[f] | m << self.offsets[f]
+
+    def consistent(self, t: int) -> bool:
+        """No field of ``t`` is empty."""
+        return ((t | self._guards) - self._lows) & self._guards == self._guards
+
+    def field(self, t: int, f: int) -> int:
+        """The states ``t`` allows for feature ``f``."""
+        return t >> self.offsets[f] & self.full[f]
+
+    def unpack(self, t: int, v: int, negated: bool = False) -> Term:
+        """The term on the features ``v`` packed as ``t`` (a clause when ``negated``)."""
+        out = []
+        for f in bits(v):
+            m = self.field(t, f)
+            out.append((f, self.full[f] & ~m if negated else m))
+        return tuple(out)
 
 
-def term_implies(a: Term, b: Term) -> bool:
-    """``a ⊨ b`` for consistent terms: every literal of b contains a's literal on its feature.
+Packed = dict[int, int]  # packed term -> its features (a bitmask, or a superset), in order
 
-    Both are sorted by feature, so one merge walk decides it."""
-    j, na = 0, len(a)
-    for f, m in b:
-        while j < na and a[j][0] < f:
-            j += 1
-        if j == na or a[j][0] != f or a[j][1] & ~m:
-            return False
-    return True
+#: Above this many kept items :func:`maximal` indexes them per feature.
+_SCAN = 128
 
 
-def clause_implies(a: Clause, b: Clause) -> bool:
-    """``a ⊨ b`` for non-valid clauses: every literal of a lies in b's literal on its feature."""
-    j, nb = 0, len(b)
-    for f, m in a:
-        while j < nb and b[j][0] < f:
-            j += 1
-        if j == nb or b[j][0] != f or m & ~b[j][1]:
-            return False
-    return True
+def maximal(items: Packed, packing: Packing) -> Packed:
+    """The items whose bits are contained in no other item's: for terms the weakest ones
+    (implying no other), for packed clauses the strongest ones (implied by no other).
+
+    Items are visited by decreasing bit count, so only an item already kept can contain the
+    current one. Few kept items are scanned; beyond :data:`_SCAN` they are indexed per
+    feature: ``covers[f][m]`` has bit ``k`` set when the ``k``-th kept item allows every state
+    of ``m`` on ``f``, and an item is contained in a kept one iff the and over the features
+    any kept item mentions of ``covers[f][its field]`` is not zero."""
+    order = sorted(items, key=int.bit_count, reverse=True)
+    kept: list[int] = []
+    fields = list(zip(packing.offsets, packing.full))
+    covers: list[dict[int, int]] = [{} for _ in fields]
+    everyone = mentioned = 0
+    for t in order:
+        if len(kept) <= _SCAN:
+            if any(t | k == k for k in kept):
+                continue
+        else:
+            hits = everyone
+            for f in bits(mentioned):
+                at, full = fields[f]
+                m = t >> at & full
+                cover = covers[f].get(m)
+                if cover is None:
+                    cover = 0
+                    for k, item in enumerate(kept):
+                        if item >> at & m == m:
+                            cover |= 1 << k
+                    covers[f][m] = cover
+                hits &= cover
+                if not hits:
+                    break
+            if hits:
+                continue
+        bit = 1 << len(kept)
+        kept.append(t)
+        everyone |= bit
+        mentioned |= items[t]
+        for (at, full), cache in zip(fields, covers):
+            own = t >> at & full
+            for m in cache:
+                if own & m == m:
+                    cache[m] |= bit
+    return {t: items[t] for t in kept}
 
 
-def weakest(terms: Iterable[Term]) -> list[Term]:
-    """Terms implying no other one (duplicates removed)."""
-    return _antichain(terms, lambda a, b: term_implies(b, a))
+# -- GSRs: Berge's multiplication with clauses discovered on demand ------------------------------
 
 
-def strongest(clauses: Iterable[Clause]) -> list[Clause]:
-    """Clauses implied by no other one (duplicates removed)."""
-    return _antichain(clauses, clause_implies)
+class _ClausePool:
+    """Clauses of GR found so far, packed negated, indexed for "which ones does a box violate".
 
+    A box violates a clause iff on every feature of the clause it allows a state outside the
+    clause's literal, i.e. iff box ∧ negated clause is consistent. ``allows[f][s]`` has bit
+    ``k`` set when the ``k``-th negated clause allows state ``s`` of ``f`` (every clause not
+    mentioning ``f`` does) and ``meets[f][m]`` caches their or over the states ``m``; the
+    clauses a box violates are the and of ``meets[f][its states on f]`` over the features
+    ``f`` of its SR set (outside it the box is full and every negated field is non-empty)."""
 
-def _antichain(items: Iterable[Term], beats: Callable[[Term, Term], bool]) -> list[Term]:
-    """Items no other item ``beats``, where ``beats(a, b)`` needs ``vars(a) ⊆ vars(b)``:
-    for terms "b implies a" (a is weaker), for clauses "a implies b" (a is stronger).
+    def __init__(self, packing: Packing) -> None:
+        self.packing = packing
+        self.clauses: list[tuple[int, int]] = []
+        self.allows = [[0] * full.bit_length() for full in packing.full]
+        self.meets: list[dict[int, int]] = [{} for _ in packing.full]
 
-    Items are grouped by feature set and visited by growing feature sets, so an item can
-    only be beaten by one already kept on a subset, or by another on the same features."""
-    groups: dict[int, list[Term]] = {}
-    for t in dict.fromkeys(items):
-        groups.setdefault(variables(t), []).append(t)
-    kept: dict[int, list[Term]] = {}
-    for v in sorted(groups, key=lambda u: (u.bit_count(), u)):
-        same = groups[v]
-        if len(same) > 1:
-            same = [t for t in same if not any(o is not t and beats(o, t) for o in same)]
-        below = [k for u, ks in kept.items() if u & ~v == 0 for k in ks]
-        if below:
-            same = [t for t in same if not any(beats(k, t) for k in below)]
-        if same:
-            kept[v] = same
-    return [t for ts in kept.values() for t in ts]
+    def add(self, negated: int, features: int) -> None:
+        bit = 1 << len(self.clauses)
+        self.clauses.append((negated, features))
+        for f, cache in enumerate(self.meets):
+            allowed = self.packing.field(negated, f)
+            row = self.allows[f]
+            for s in bits(allowed):
+                row[s] |= bit
+            for m in cache:
+                if m & allowed:
+                    cache[m] |= bit
 
-
-def conjoin(a: Term, b: Term) -> Term | None:
-    """The term ``a ∧ b``; None if contradictory."""
-    out = dict(a)
-    for f, m in b:
-        if f in out:
-            m &= out[f]
-            if not m:
+    def violated(self, box: int, v: int) -> tuple[int, int] | None:
+        """A known clause that ``box`` (on the SR set ``v``) violates, with the fewest features
+        in ``v`` (the fewest ways to split); None if it satisfies them all."""
+        hits = (1 << len(self.clauses)) - 1
+        for f in bits(v):
+            m = self.packing.field(box, f)
+            cache = self.meets[f]
+            meets = cache.get(m)
+            if meets is None:
+                meets = 0
+                row = self.allows[f]
+                for s in bits(m):
+                    meets |= row[s]
+                cache[m] = meets
+            hits &= meets
+            if not hits:
                 return None
-        out[f] = m
-    return tuple(sorted(out.items()))
+        best, fewest = None, 0
+        while hits:
+            low = hits & -hits
+            hits ^= low
+            clause = self.clauses[low.bit_length() - 1]
+            n = (clause[1] & v).bit_count()
+            if best is None or n < fewest:
+                best, fewest = clause, n
+                if n == 1:
+                    break
+        return best
 
 
-def disjoin(a: Clause, b: Clause, full: Sequence[int]) -> Clause | None:
-    """The clause ``a ∨ b``; None if valid (a literal covers all its feature's states)."""
-    out = dict(a)
-    for f, m in b:
-        m |= out.get(f, 0)
-        if m == full[f]:
-            return None
-        out[f] = m
-    return tuple(sorted(out.items()))
+def _multiply(boxes: Iterable[int], v: int, pool: _ClausePool, found: Packed) -> list[int]:
+    """Berge's multiplication of ``boxes`` on the SR set ``v`` by the known clauses: a box
+    violating a clause is replaced by its restrictions to each literal of the clause on ``v``,
+    until every box satisfies every known clause; boxes inside another box or inside a box of
+    ``found`` (checked boxes that imply GR) are dropped after each step.
+
+    Every implicant of GR satisfies every clause, so each maximal one inside a box lies inside
+    one of its restrictions; and since the box contains the instance and violates the clause,
+    each restriction is non-empty and strictly smaller."""
+    packing = pool.packing
+    current: Packed = dict.fromkeys(boxes, v)
+    done: Packed = {}
+    while current:
+        split: Packed = {}
+        for box in current:
+            clause = pool.violated(box, v)
+            if clause is None:
+                done[box] = v
+                continue
+            negated, features = clause
+            for f in bits(features & v):
+                split[box & ~(negated & packing.masks[f])] = v
+        kept = maximal({**found, **done, **split}, packing)
+        current = {b: v for b in split if b in kept and b not in found}
+        done = {b: v for b in done if b in kept and b not in found}
+    return list(done)
 
 
-Family = tuple[int, ...]
+#: At most this many boxes are checked in one pass over the reason.
+_BATCH = 1024
 
 
-def _restrict(family: Iterable[int], within: int) -> Family:
-    """The maximal non-empty sets ``u ∩ within`` (a canonical memo key)."""
-    parts = {u & within for u in family} - {0}
-    return tuple(sorted(u for u in parts if not any(u != w and u & w == u for w in parts)))
+class _Checker:
+    """Which boxes imply an or-decomposable reason, and a shortest violated clause of the others.
+
+    One pass over the circuit evaluates a batch of boxes: each box has a lane of a few bits in
+    an int holding, per node, the fewest features of the box's SR set ``v`` in a clause of the
+    node that the box violates, or all ones (``inf``) when the box implies the node. A literal
+    on ``f`` is implied when the box's states on ``f`` lie in it, else violated at cost 1 if
+    ``f ∈ v`` and 0 otherwise (the box is full there and cannot be split on ``f``); ∧ takes
+    the lane-wise minimum (a clause of a conjunct is one of the ∧), ∨ the saturated sum (its
+    children's features are disjoint, so a clause of ∨ joins one clause of each child and
+    sums stay below ``inf``). Walking down from the root along minima then yields the
+    clause."""
+
+    def __init__(self, nnf: NNF, root: int, packing: Packing) -> None:
+        self.nnf = nnf
+        self.root = root
+        self.packing = packing
+        self.program = [(n, nnf.kind[n], nnf.args[n]) for n in nnf.reachable([root])]
+        self.cost_bits = (len(packing.full) + 1).bit_length()  # inf = 2**cost_bits - 1 > costs
+        self.width = self.cost_bits + 2  # a spare bit for sums, and a guard bit
+
+    def check(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
+        """For each ``(box, v)``: None if the box implies the reason, else a violated clause
+        (packed negated, with its features) with the fewest features in ``v``."""
+        out: list[tuple[int, int] | None] = []
+        for start in range(0, len(boxes), _BATCH):
+            out.extend(self._batch(boxes[start:start + _BATCH]))
+        return out
+
+    def _batch(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
+        nnf, packing, width = self.nnf, self.packing, self.width
+        inf = (1 << self.cost_bits) - 1
+        lows = 0
+        for i in range(len(boxes)):
+            lows |= 1 << width * i
+        shift = width - 1
+        guards, infs, spread = lows << shift, lows * inf, (1 << shift) - 1
+        # lanes[f][m]: the boxes allowing exactly the states m on f; within[f]: f in their v
+        lanes: list[dict[int, int]] = [{} for _ in packing.full]
+        within = [0] * len(packing.full)
+        for i, (box, v) in enumerate(boxes):
+            lane = 1 << width * i
+            for f, by_states in enumerate(lanes):
+                m = packing.field(box, f)
+                by_states[m] = by_states.get(m, 0) | lane
+            for f in bits(v):
+                within[f] |= lane
+        value = [0] * len(nnf.kind)
+        for n, kind, args in self.program:
+            if kind == AND:
+                a = value[args[0]]
+                for c in args[1:]:
+                    b = value[c]
+                    smaller = (((a | guards) - b) & guards) >> shift  # lanes with a >= b
+                    a ^= (a ^ b) & smaller * spread
+                value[n] = a
+            elif kind == OR:
+                a = value[args[0]]
+                for c in args[1:]:
+                    a += value[c]
+                    over = (((a | guards) - infs) & guards) >> shift  # lanes with a >= inf
+                    a = a & ~(over * spread) | over * inf
+                value[n] = a
+            elif kind == LIT:
+                f, lit = args
+                inside = 0
+                for m, boxes_m in lanes[f].items():
+                    if m & ~lit == 0:
+                        inside |= boxes_m
+                value[n] = inside * inf | within[f] & ~inside
+            else:
+                value[n] = infs if n == TRUE else 0
+        out: list[tuple[int, int] | None] = []
+        ones = (1 << width) - 1
+        for i in range(len(boxes)):
+            at = width * i
+            if value[self.root] >> at & ones == inf:
+                out.append(None)
+                continue
+            negated, features = packing.top, 0
+            stack = [self.root]
+            while stack:
+                n = stack.pop()
+                kind, args = nnf.kind[n], nnf.args[n]
+                if kind == LIT:
+                    f, lit = args
+                    negated &= ~(lit << packing.offsets[f])
+                    features |= 1 << f
+                elif kind == OR:
+                    stack.extend(args)
+                elif kind == AND:
+                    cost = value[n] >> at & ones
+                    stack.append(next(c for c in args if value[c] >> at & ones == cost))
+            out.append((negated, features))
+        return out
 
 
-def _bottom_up(nnf: NNF, root: int, allowed: Sequence[int], gate: int,
-               const: Callable[[bool], list[Term]],
-               lit: Callable[[int, int], Term],
-               merge: Callable[[Term, Term], Term | None],
-               tidy: Callable[[Iterable[Term]], list[Term]]) -> list[Term]:
-    """Terms (or clauses) of ``root`` whose features fit a set of ``allowed``, bottom-up.
+def gsrs(nnf: NNF, root: int, allowed: Sequence[int]) -> list[Term]:
+    """Variable-minimal prime implicants of the or-decomposable GR ``root`` whose feature
+    sets are ``allowed`` (the SR feature sets: ``allowed`` must be exactly the minimal sets
+    whose instance term implies GR).
 
-    ``gate`` is the connective that combines children pairwise with ``merge`` (∧ for prime
-    implicants, ∨ for the CNF); the other connective unites its children's items. Each node
-    is evaluated for the family of allowed sets that can still hold its items, cut down to its
-    own features, which keeps most of a large reason unvisited:
+    A box on an SR set ``v`` that implies GR mentions all of ``v`` (it contains the instance,
+    so a smaller feature set would hold an SR set strictly inside ``v``). Every box starts
+    unconstrained and is multiplied by the known clauses (:func:`_multiply`); the boxes that
+    satisfy them all are checked against GR (:class:`_Checker`): those implying it are kept,
+    the others contribute the clause they violate and go round again. It ends when no box is
+    left unchecked; by the invariant of :func:`_multiply` every GSR is then inside a kept box,
+    and a kept box implies GR, so the maximal kept boxes are the GSRs."""
+    packing = Packing([f.full for f in nnf.features])
+    pool = _ClausePool(packing)
+    checker = _Checker(nnf, root, packing)
+    found: dict[int, Packed] = {v: {} for v in allowed}
+    pending: dict[int, list[int]] = {v: [packing.top] for v in found}
+    while True:
+        unchecked = [(box, v) for v, boxes in pending.items()
+                     for box in _multiply(boxes, v, pool, found[v])]
+        if not unchecked:
+            break
+        pending = {v: [] for v in found}
+        for (box, v), clause in zip(unchecked, checker.check(unchecked)):
+            if clause is None:
+                found[v][box] = v
+            else:
+                pool.add(*clause)
+                pending[v].append(box)
+    return [packing.unpack(t, v) for v, boxes in found.items() for t in maximal(boxes, packing)]
 
-    every literal of a reason contains the instance's state, so a non-constant node is
-    satisfied by the instance, and in an or-decomposable reason it is not valid either. So its
-    prime implicants and its CNF clauses all mention some of its features; a node whose
-    features meet no allowed set has none that fit, and a gate node's items meet every child's
-    features, so only allowed sets meeting all children count there. Runs on an explicit stack
-    (reasons of long decision-graph paths are deep)."""
-    value: dict[tuple[int, Family], list[Term]] = {}
-    start = (root, _restrict(allowed, nnf.vars[root]) if nnf.kind[root] != CONST else ())
+
+# -- GNRs: Alg. 6 sCNF and Alg. 7 variable depletion --------------------------------------------
+
+def _operands(nnf: NNF, n: int) -> tuple[int, ...]:
+    """The operands of the gate ``n`` with nested gates of its kind expanded."""
+    kind = nnf.kind[n]
+    out: dict[int, None] = {}
+    stack = [n]
+    seen = {n}
+    while stack:
+        for c in nnf.args[stack.pop()]:
+            if nnf.kind[c] != kind:
+                out[c] = None
+            elif c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return tuple(out)
+
+
+def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packed:
+    """Paper Alg. 6 (generalised): the clauses of the CNF of the reason ``root`` whose
+    features fit in an allowed set, packed negated (subsumed ones are removed later, where
+    needed: Corollary 1 makes the order of subsumption checks irrelevant).
+
+    Bottom-up, ∧ unites its children's clauses and ∨ joins one clause of each operand (nested
+    ∨ expanded). A clause that fits no allowed set is dropped as soon as it appears, since
+    features only accumulate on the way up; the unit clauses of a ∧ on one feature are merged
+    into their resolvent (the meet of their literals), which is equivalent to them.
+
+    Every literal of a reason contains the instance's state, so a non-constant node is
+    satisfied by the instance, and in an or-decomposable reason it is not valid either: all
+    its CNF clauses mention some of its features. So a node is visited only for its clauses
+    of at most ``k`` features (memoised per ``(node, k)``, from the size of the largest
+    allowed set at the root): a ∨ of ``m`` operands has none when ``m > k`` and otherwise
+    needs clauses of at most ``k - m + 1`` features from each operand, and a node whose
+    features meet no allowed set, or a ∨ whose operands no single allowed set meets, has none
+    that fit. Runs on an explicit stack (reasons of long decision-graph paths are deep)."""
+    sets = list(dict.fromkeys(allowed))
+    full = packing.full
+    fitting: dict[int, bool] = {}
+
+    def fits(features: int) -> bool:
+        ok = fitting.get(features)
+        if ok is None:
+            ok = fitting[features] = any(features & ~u == 0 for u in sets)
+        return ok
+
+    meeting: dict[int, int] = {}  # node -> the allowed sets (bits over ``sets``) meeting it
+
+    def meets(n: int) -> int:
+        out = meeting.get(n)
+        if out is None:
+            features = nnf.vars[n]
+            out = 0
+            for i, u in enumerate(sets):
+                if u & features:
+                    out |= 1 << i
+            meeting[n] = out
+        return out
+
+    anywhere = 0  # the features of all allowed sets
+    for u in sets:
+        anywhere |= u
+
+    # ∧ node -> the merged unit clauses of its literal children, and its other children
+    # meeting an allowed set with the least number of features of their clauses
+    conjuncts: dict[int, tuple[dict[int, int], list[tuple[int, int]]]] = {}
+    kinds, features_of, args_of = nnf.kind, nnf.vars, nnf.args
+
+    def conjunct(n: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
+        out = conjuncts.get(n)
+        if out is None:
+            units: dict[int, int] = {}
+            inner = []
+            for c in args_of[n]:
+                kind = kinds[c]
+                if kind == OR:
+                    if features_of[c] & anywhere:
+                        inner.append((c, len(args_of[c])))
+                elif kind == LIT:
+                    f, m = args_of[c]
+                    if fits(1 << f):
+                        units[1 << f] = units.get(1 << f, 0) | packing.literal(f, full[f] & ~m)
+                elif features_of[c] & anywhere:
+                    inner.append((c, 1))
+            out = conjuncts[n] = (units, inner)
+        return out
+
+    value: dict[tuple[int, int], Packed] = {}
+    plans: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    start = (root, max((u.bit_count() for u in sets), default=0))
     stack = [start]
     while stack:
         key = stack[-1]
         if key in value:
             stack.pop()
             continue
-        n, family = key
-        kind, args = nnf.kind[n], nnf.args[n]
-        if kind == CONST:
-            value[key] = const(n == TRUE)
-            stack.pop()
-            continue
-        if kind == LIT:
-            value[key] = [lit(args[0], args[1])] if family else []
-            stack.pop()
-            continue
-        if kind == gate:
-            family = tuple(u for u in family if all(u & nnf.vars[c] for c in args))
-        kids = [(c, _restrict(family, nnf.vars[c])) for c in args]
-        missing = [k for k in kids if k[1] and k not in value]
-        if missing:
-            stack.extend(missing)
+        n, k = key
+        kind = nnf.kind[n]
+        kids = plans.get(key)
+        if kids is None:
+            if kind == CONST or kind == LIT:
+                stack.pop()
+                if kind == CONST:
+                    value[key] = {} if n == TRUE else {packing.top: 0}
+                else:
+                    f, m = nnf.args[n]
+                    value[key] = {packing.literal(f, full[f] & ~m): 1 << f} \
+                        if fits(1 << f) else {}
+                continue
+            if kind == AND:
+                kids = [(c, k) for c, least in conjunct(n)[1] if least <= k]
+            else:
+                operands = _operands(nnf, n)
+                common = 0  # the allowed sets meeting every operand
+                if len(operands) <= k:
+                    common = -1
+                    for c in operands:
+                        common &= meets(c)
+                kids = [(c, k - len(operands) + 1) for c in operands] if common else []
+            plans[key] = kids
+            stack.extend(kid for kid in kids if kid not in value)
             continue
         stack.pop()
-        if kind != gate:
-            value[key] = tidy(t for k in kids if k[1] for t in value[k])
+        if kind == AND:
+            union: Packed = {}
+            units = dict(conjunct(n)[0])  # feature -> the meet of its unit clauses, negated
+            for kid in kids:
+                for t, v in value[kid].items():
+                    if v & (v - 1):
+                        union[t] = v
+                    else:
+                        units[v] = units.get(v, 0) | t
+            union.update((t, v) for v, t in units.items())
+            value[key] = union
             continue
-        fits = _subsets(family)
-        acc = value[kids[0]] if kids[0][1] else []
-        for k in kids[1:]:
-            pairs = (merge(a, b) for a in acc for b in (value[k] if k[1] else ())
-                     if variables(a) | variables(b) in fits)
-            acc = tidy(t for t in pairs if t is not None)
+        parts = sorted((value[kid] for kid in kids), key=len)
+        acc = parts[0] if parts else {}
+        for part in parts[1:]:  # operands share no feature: their join is never valid
+            acc = {a & b: fa | fb for a, fa in acc.items() for b, fb in part.items()
+                   if fits(fa | fb)}
         value[key] = acc
     return value[start]
 
 
-def gsrs(nnf: NNF, root: int, allowed: Sequence[int]) -> list[Term]:
-    """Variable-minimal prime implicants of the or-decomposable GR ``root`` whose feature
-    sets are ``allowed`` (the SR feature sets)."""
-    terms = _bottom_up(nnf, root, allowed, AND, lambda v: [()] if v else [],
-                       lambda f, m: ((f, m),), conjoin, weakest)
-    targets = set(allowed)
-    return [t for t in weakest(terms) if variables(t) in targets]
+def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> list[int]:
+    """Paper Alg. 7's inner loop: clauses (packed negated) on exactly the features ``v``,
+    without subsumed ones, closed under resolution with subsumption removal, one feature at a
+    time (variable depletion).
 
-
-def scnf(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> list[Clause]:
-    """Paper Alg. 6 (generalised): the clauses of the CNF of the reason ``root`` whose
-    features fit in an allowed set, without subsumed ones (removed once, at the end:
-    Corollary 1 makes the order of subsumption checks irrelevant)."""
-    clauses = _bottom_up(nnf, root, allowed, OR, lambda v: [] if v else [()],
-                         lambda f, m: ((f, m),), lambda a, b: disjoin(a, b, full),
-                         lambda items: list(dict.fromkeys(items)))
-    return strongest(clauses)
-
-
-def close_by_resolution(clauses: Iterable[Clause], v: int, full: Sequence[int]) -> list[Clause]:
-    """Paper Alg. 7's inner loop: clauses on exactly the features ``v``, closed under
-    resolution with subsumption removal, one feature at a time (variable depletion).
-
-    Clauses are handled as tuples of masks over the features of ``v``: resolving on position
-    ``i`` meets the masks there and joins the others (a full join makes the resolvent valid).
-    A resolvent whose met mask equals one parent's is implied by that parent, so only pairs
-    whose masks at ``i`` are incomparable can add a clause."""
-    feats = [f for f in range(v.bit_length()) if v >> f & 1]
-    fulls = [full[f] for f in feats]
-    width = range(len(feats))
-    kept: list[tuple[int, ...] | None] = [tuple(dict(c)[f] for f in feats)
-                                          for c in strongest(clauses)]
-
-    def implies(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
-        return all(x & ~y == 0 for x, y in zip(a, b))
-
-    for i in width:
+    Resolving on ``f`` meets the two literals on ``f`` and joins the others: the negated
+    fields are joined on ``f`` and met elsewhere, and the resolvent is valid iff a met field
+    is empty. A resolvent whose literal on ``f`` equals one parent's is implied by that
+    parent, so only pairs whose literals on ``f`` are incomparable can add a clause. A clause
+    implies another iff its negation contains the other's."""
+    kept: list[int | None] = list(clauses)
+    for f in bits(v):
+        mask = packing.masks[f]
         k = 0
         while k < len(kept):  # resolve each clause with every earlier one, once
             c = kept[k]
@@ -232,27 +529,82 @@ def close_by_resolution(clauses: Iterable[Clause], v: int, full: Sequence[int]) 
                     break
                 if d is None:
                     continue
-                meet = c[i] & d[i]
-                if meet == c[i] or meet == d[i]:
+                cf, df = c & mask, d & mask
+                joined = cf | df
+                if joined == cf or joined == df:
                     continue
-                r = tuple(meet if t == i else c[t] | d[t] for t in width)
-                if any(r[t] == fulls[t] for t in width if t != i):
+                r = c & d & ~mask | joined
+                if not packing.consistent(r):
                     continue
-                if any(e is not None and implies(e, r) for e in kept):
+                if any(e is not None and r | e == e for e in kept):
                     continue
-                kept = [None if e is not None and implies(r, e) else e for e in kept]
+                kept = [None if e is not None and e | r == r else e for e in kept]
                 kept.append(r)
                 c = kept[k]
             k += 1
         kept = [e for e in kept if e is not None]
-    return [tuple(zip(feats, masks)) for masks in kept if masks is not None]
+    return [c for c in kept if c is not None]
+
+
+def _rectangles(clauses: Iterable[int], f: int, g: int, packing: Packing) -> list[int]:
+    """The prime implicates of clauses (packed negated) on exactly the two features ``f, g``:
+    the negations of the maximal rectangles inside the union of the clauses' negations (a
+    clause is implied iff its negation lies in that union, the falsified part of the grid),
+    the same clauses as Alg. 7's closure by resolution.
+
+    With ``row[s]`` the states of ``g`` that the union holds beside state ``s`` of ``f``, the
+    maximal rectangles are ``{s : row[s] ⊇ c} × c`` for the intersections ``c`` of non-empty
+    families of rows (formal concepts)."""
+    rows = [0] * packing.full[f].bit_length()
+    for c in clauses:
+        states = packing.field(c, g)
+        for s in bits(packing.field(c, f)):
+            rows[s] |= states
+    beside: dict[int, int] = {}  # a non-empty row -> the states of f having it
+    for s, row in enumerate(rows):
+        if row:
+            beside[row] = beside.get(row, 0) | 1 << s
+    columns: dict[int, None] = {}
+    for row in beside:
+        for c in [row, *(row & c for c in columns)]:
+            if c:
+                columns[c] = None
+    out = []
+    for c in columns:
+        states = 0
+        for row, having in beside.items():
+            if row & c == c:
+                states |= having
+        out.append(packing.top & ~packing.masks[f] & ~packing.masks[g]
+                   | states << packing.offsets[f] | c << packing.offsets[g])
+    return out
 
 
 def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> list[Clause]:
     """Variable-minimal prime implicates of the GR ``root`` with feature sets in ``allowed``
-    (all NR feature sets for every GNR; Alg. 5's ``V`` for the shortest ones, Alg. 7)."""
-    clauses = scnf(nnf, root, allowed, full)
+    (all NR feature sets for every GNR; Alg. 5's ``V`` for the shortest ones, Alg. 7).
+
+    Per allowed set ``v``, the prime implicates of the sCNF clauses on exactly ``v``: on one
+    feature the meet of their literals, on two the maximal rectangles of their falsified
+    part (:func:`_rectangles`), on more Alg. 7's resolution of the unsubsumed ones. A clause
+    fitting an allowed set ``u`` is on exactly ``u``: an implicate of GR mentions a superset
+    of some NR set, which lies in ``u``, and NR sets do not nest."""
+    packing = Packing(full)
+    clauses = scnf(nnf, root, allowed, packing)
     out: list[Clause] = []
     for v in dict.fromkeys(allowed):
-        out.extend(close_by_resolution([c for c in clauses if variables(c) == v], v, full))
+        on_v = [c for c, features in clauses.items() if features == v]
+        if not on_v:
+            continue
+        features = bits(v)
+        if len(features) == 1:
+            union = 0
+            for c in on_v:
+                union |= c
+            primes = [union]
+        elif len(features) == 2:
+            primes = _rectangles(on_v, *features, packing)
+        else:
+            primes = close_by_resolution(maximal(dict.fromkeys(on_v, v), packing), v, packing)
+        out.extend(packing.unpack(c, v, negated=True) for c in primes)
     return out

@@ -108,12 +108,13 @@ def hitting_sets(family: Iterable[int]) -> list[int]:
         if edge == 0:
             return []
         keep = [h for h in hits if h & edge]
-        grow = [h | (1 << f) for h in hits if not h & edge for f in _bits(edge)]
+        grow = [h | (1 << f) for h in hits if not h & edge for f in bits(edge)]
         hits = minimal(keep + grow)
     return hits
 
 
-def _bits(v: int) -> list[int]:
+def bits(v: int) -> list[int]:
+    """The members of a bitmask (features, states), ascending."""
     out = []
     while v:
         low = v & -v

@@ -1,0 +1,106 @@
+"""The packed machinery of core.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
+antichains, two-feature prime implicates, and the batched and indexed paths that the small
+property-test forests do not reach on their own."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import core.general as general
+from core.explain import Explainer
+from core.general import Packing, close_by_resolution, maximal
+from crosscheck.brute import BruteForce
+from crosscheck.strategies import Limits, forest_and_instance
+
+FULL = (0b111, 0b1111, 0b11, 0b11111)
+
+
+def features_of(packing: Packing, t: int) -> int:
+    return sum(1 << f for f, full in enumerate(packing.full) if packing.field(t, f) != full)
+
+
+@st.composite
+def terms(draw):  # type: ignore[no-untyped-def]
+    """A packed term over FULL: per feature all states or a non-empty proper subset."""
+    packing = Packing(FULL)
+    t = packing.top
+    for f, full in enumerate(FULL):
+        if draw(st.booleans()):
+            t &= packing.literal(f, draw(st.integers(1, full - 1)))
+    return t
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(terms(), max_size=400))
+def test_maximal_is_the_antichain_of_unimplied_items(items):
+    # Large families go through the per-feature index (beyond general._SCAN kept items).
+    packing = Packing(FULL)
+    family = {t: features_of(packing, t) for t in items}
+    expected = {t for t in family if not any(o != t and t | o == o for o in family)}
+    got = maximal(family, packing)
+    assert set(got) == expected
+    assert all(got[t] == family[t] for t in got)
+
+
+@st.composite
+def clauses_on_two(draw):  # type: ignore[no-untyped-def]
+    """Clauses (packed negated) on exactly features 0 and 3 whose literals hold state 0."""
+    packing = Packing(FULL)
+    out = []
+    for _ in range(draw(st.integers(1, 12))):
+        c = packing.top
+        for f in (0, 3):
+            literal = 1 | draw(st.integers(0, FULL[f] - 1)) & ~1 & FULL[f]
+            if literal == FULL[f]:
+                literal &= ~2
+            c &= packing.literal(f, FULL[f] & ~literal)
+        out.append(c)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(clauses_on_two())
+def test_rectangles_are_the_resolution_closure(clauses):
+    packing = Packing(FULL)
+    unsubsumed = list(maximal(dict.fromkeys(clauses, 0b1001), packing))
+    closed = close_by_resolution(unsubsumed, 0b1001, packing)
+    assert sorted(general._rectangles(clauses, 0, 3, packing)) == sorted(closed)
+
+
+def test_rectangles_are_the_falsified_part():
+    # X, Y in {0..3}, instance (0, 0): the falsified part is an L of two overlapping bars.
+    packing = Packing((0b1111, 0b1111))
+    bar = [packing.literal(0, 0b0110) & packing.literal(1, 0b1110),
+           packing.literal(0, 0b1110) & packing.literal(1, 0b0010)]
+    got = general._rectangles(bar, 0, 1, packing)
+    worlds = {(a, b) for c in bar for a, b in itertools.product(range(4), repeat=2)
+              if packing.field(c, 0) >> a & 1 and packing.field(c, 1) >> b & 1}
+    boxes = {frozenset(itertools.product(
+        [a for a in range(4) if packing.field(c, 0) >> a & 1],
+        [b for b in range(4) if packing.field(c, 1) >> b & 1])) for c in got}
+    assert set().union(*boxes) == worlds
+    assert len(boxes) == 2 and not any(a < b for a in boxes for b in boxes)
+
+
+@pytest.fixture
+def tiny_batches(monkeypatch):
+    """Check boxes two at a time and index every antichain."""
+    monkeypatch.setattr(general, "_BATCH", 2)
+    monkeypatch.setattr(general, "_SCAN", 0)
+
+
+# The fixture only sets two constants for the whole test, so sharing it between inputs is fine.
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(forest_and_instance(Limits(max_features=4, max_states=5, max_trees=7)),
+       st.sampled_from(["first", "all"]))
+def test_general_reasons_with_tiny_batches_equal_brute_force(tiny_batches, case, ties):
+    f, x = case
+    what = ("gsr", "gnr", "robust", "flips")
+    ours = Explainer(f, ties).explain(x, what).to_json()
+    truth = BruteForce(f, ties).explain(x, what).to_json()
+    assert ours == truth
