@@ -426,56 +426,81 @@ def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packe
     for u in sets:
         anywhere |= u
 
-    # ∧ node -> the merged unit clauses of its literal children, and its other children
-    # meeting an allowed set with the least number of features of their clauses
-    conjuncts: dict[int, tuple[dict[int, int], list[tuple[int, int]]]] = {}
     kinds, features_of, args_of = nnf.kind, nnf.vars, nnf.args
+    # ∧ node -> the unit clauses of its literal children (merged per feature), and its ∧
+    # children that meet an allowed set; ∨ children have no unit clauses
+    conjuncts: dict[int, tuple[dict[int, int], list[int]]] = {}
 
-    def conjunct(n: int) -> tuple[dict[int, int], list[tuple[int, int]]]:
+    def conjunct(n: int) -> tuple[dict[int, int], list[int]]:
         out = conjuncts.get(n)
         if out is None:
-            units: dict[int, int] = {}
+            local: dict[int, int] = {}
             inner = []
-            for c in args_of[n]:
-                kind = kinds[c]
-                if kind == OR:
+            for c in [c for c in args_of[n] if kinds[c] != OR]:
+                if kinds[c] == AND:
                     if features_of[c] & anywhere:
-                        inner.append((c, len(args_of[c])))
-                elif kind == LIT:
-                    f, m = args_of[c]
-                    if fits(1 << f):
-                        units[1 << f] = units.get(1 << f, 0) | packing.literal(f, full[f] & ~m)
-                elif features_of[c] & anywhere:
-                    inner.append((c, 1))
-            out = conjuncts[n] = (units, inner)
+                        inner.append(c)
+                    continue
+                f, m = args_of[c]
+                if fits(1 << f):
+                    local[1 << f] = local.get(1 << f, 0) | packing.literal(f, full[f] & ~m)
+            out = conjuncts[n] = (local, inner)
         return out
 
+    singles: dict[int, dict[int, int]] = {}  # node -> feature -> its merged unit clauses
+
+    def units(n: int) -> Packed:
+        """The unit clauses of ``n`` that fit, merged per feature: the literals it reaches
+        through ∧ only (a ∨ joins clauses of two features or more)."""
+        stack = [n]
+        while stack:
+            m = stack[-1]
+            if m in singles:
+                stack.pop()
+                continue
+            kind = kinds[m]
+            if kind == AND:
+                local, inner = conjunct(m)
+                missing = [c for c in inner if c not in singles]
+                if missing:
+                    stack.extend(missing)
+                    continue
+                merged = dict(local)
+                for c in inner:
+                    for f, t in singles[c].items():
+                        merged[f] = merged.get(f, 0) | t
+                singles[m] = merged
+            elif kind == LIT:
+                f, lit = args_of[m]
+                singles[m] = {1 << f: packing.literal(f, full[f] & ~lit)} if fits(1 << f) else {}
+            else:
+                singles[m] = {0: packing.top} if m != TRUE and kind == CONST else {}
+            stack.pop()
+        return {t: f for f, t in singles[n].items()}
+
+    most = max((u.bit_count() for u in sets), default=0)
+    if most <= 1 or kinds[root] not in (AND, OR):
+        return units(root)
+    # clauses of at most k > 1 features of ∧ and ∨ nodes, per (node, k)
     value: dict[tuple[int, int], Packed] = {}
     plans: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    start = (root, max((u.bit_count() for u in sets), default=0))
-    stack = [start]
+    stack = [(root, most)]
     while stack:
         key = stack[-1]
         if key in value:
             stack.pop()
             continue
         n, k = key
-        kind = nnf.kind[n]
         kids = plans.get(key)
         if kids is None:
-            if kind == CONST or kind == LIT:
-                stack.pop()
-                if kind == CONST:
-                    value[key] = {} if n == TRUE else {packing.top: 0}
-                else:
-                    f, m = nnf.args[n]
-                    value[key] = {packing.literal(f, full[f] & ~m): 1 << f} \
-                        if fits(1 << f) else {}
-                continue
-            if kind == AND:
-                kids = [(c, k) for c, least in conjunct(n)[1] if least <= k]
+            if kinds[n] == AND:
+                kids = [(c, k) for c in conjunct(n)[1]]
+                kids += [(c, k) for c in args_of[n] if kinds[c] == OR
+                         and len(args_of[c]) <= k and features_of[c] & anywhere]
             else:
-                operands = _operands(nnf, n)
+                operands = args_of[n]
+                if any(kinds[c] == OR for c in operands):
+                    operands = _operands(nnf, n)
                 common = 0  # the allowed sets meeting every operand
                 if len(operands) <= k:
                     common = -1
@@ -483,28 +508,31 @@ def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packe
                         common &= meets(c)
                 kids = [(c, k - len(operands) + 1) for c in operands] if common else []
             plans[key] = kids
-            stack.extend(kid for kid in kids if kid not in value)
+            stack.extend(kid for kid in kids if kid[1] > 1 and kinds[kid[0]] != LIT
+                         and kid not in value)
             continue
         stack.pop()
-        if kind == AND:
+        parts = [value[kid] if kid[1] > 1 and kinds[kid[0]] != LIT else units(kid[0])
+                 for kid in kids]
+        if kinds[n] == AND:
             union: Packed = {}
-            units = dict(conjunct(n)[0])  # feature -> the meet of its unit clauses, negated
-            for kid in kids:
-                for t, v in value[kid].items():
+            merged = dict(conjunct(n)[0])  # feature -> the meet of its unit clauses
+            for part in parts:
+                for t, v in part.items():
                     if v & (v - 1):
                         union[t] = v
                     else:
-                        units[v] = units.get(v, 0) | t
-            union.update((t, v) for v, t in units.items())
+                        merged[v] = merged.get(v, 0) | t
+            union.update((t, v) for v, t in merged.items())
             value[key] = union
             continue
-        parts = sorted((value[kid] for kid in kids), key=len)
+        parts.sort(key=len)
         acc = parts[0] if parts else {}
         for part in parts[1:]:  # operands share no feature: their join is never valid
             acc = {a & b: fa | fb for a, fa in acc.items() for b, fb in part.items()
                    if fits(fa | fb)}
         value[key] = acc
-    return value[start]
+    return value[root, most]
 
 
 def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> list[int]:
@@ -546,24 +574,37 @@ def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> lis
     return [c for c in kept if c is not None]
 
 
-def _rectangles(clauses: Iterable[int], f: int, g: int, packing: Packing) -> list[int]:
+def _rows(clauses: Sequence[int], f: int, g: int, packing: Packing) -> dict[int, int]:
+    """The falsified part of the ``f × g`` grid by rows: each distinct non-empty set of
+    states of ``g`` that the clauses' negations hold beside a state of ``f``, with the states
+    of ``f`` having it."""
+    by_f: dict[int, int] = {}  # the states of f in a negated clause -> the union of its g's
+    for c in clauses:
+        at = packing.field(c, f)
+        by_f[at] = by_f.get(at, 0) | packing.field(c, g)
+    rows = [0] * packing.full[f].bit_length()
+    for at, states in by_f.items():
+        for s in bits(at):
+            rows[s] |= states
+    beside: dict[int, int] = {}
+    for s, row in enumerate(rows):
+        if row:
+            beside[row] = beside.get(row, 0) | 1 << s
+    return beside
+
+
+def _rectangles(clauses: Sequence[int], f: int, g: int, packing: Packing) -> list[int]:
     """The prime implicates of clauses (packed negated) on exactly the two features ``f, g``:
     the negations of the maximal rectangles inside the union of the clauses' negations (a
     clause is implied iff its negation lies in that union, the falsified part of the grid),
     the same clauses as Alg. 7's closure by resolution.
 
-    With ``row[s]`` the states of ``g`` that the union holds beside state ``s`` of ``f``, the
-    maximal rectangles are ``{s : row[s] ⊇ c} × c`` for the intersections ``c`` of non-empty
-    families of rows (formal concepts)."""
-    rows = [0] * packing.full[f].bit_length()
-    for c in clauses:
-        states = packing.field(c, g)
-        for s in bits(packing.field(c, f)):
-            rows[s] |= states
-    beside: dict[int, int] = {}  # a non-empty row -> the states of f having it
-    for s, row in enumerate(rows):
-        if row:
-            beside[row] = beside.get(row, 0) | 1 << s
+    With the grid read by rows (:func:`_rows`, along whichever feature has fewer distinct
+    rows), the maximal rectangles are ``{s : row[s] ⊇ c} × c`` for the intersections ``c`` of
+    non-empty families of rows (formal concepts)."""
+    beside, across = _rows(clauses, f, g, packing), _rows(clauses, g, f, packing)
+    if len(across) < len(beside):
+        f, g, beside = g, f, across
     columns: dict[int, None] = {}
     for row in beside:
         for c in [row, *(row & c for c in columns)]:
