@@ -90,45 +90,39 @@ class Packing:
 
 Packed = dict[int, int]  # packed term -> its features (a bitmask, or a superset), in order
 
-#: Above this many kept items :func:`maximal` indexes them per feature.
-_SCAN = 128
-
 
 def maximal(items: Packed, packing: Packing) -> Packed:
     """The items whose bits are contained in no other item's: for terms the weakest ones
     (implying no other), for packed clauses the strongest ones (implied by no other).
 
     Items are visited by decreasing bit count, so only an item already kept can contain the
-    current one. Few kept items are scanned; beyond :data:`_SCAN` they are indexed per
-    feature: ``covers[f][m]`` has bit ``k`` set when the ``k``-th kept item allows every state
-    of ``m`` on ``f``, and an item is contained in a kept one iff the and over the features
-    any kept item mentions of ``covers[f][its field]`` is not zero."""
+    current one. Kept items are indexed per feature (one code path for every size, so that
+    small fuzzed forests exercise it too): ``covers[f][m]`` has bit ``k`` set when the
+    ``k``-th kept item allows every state of ``m`` on ``f``, and an item is contained in a
+    kept one iff the and over the features any kept item mentions of ``covers[f][its field]``
+    is not zero."""
     order = sorted(items, key=int.bit_count, reverse=True)
     kept: list[int] = []
     fields = list(zip(packing.offsets, packing.full))
     covers: list[dict[int, int]] = [{} for _ in fields]
     everyone = mentioned = 0
     for t in order:
-        if len(kept) <= _SCAN:
-            if any(t | k == k for k in kept):
-                continue
-        else:
-            hits = everyone
-            for f in bits(mentioned):
-                at, full = fields[f]
-                m = t >> at & full
-                cover = covers[f].get(m)
-                if cover is None:
-                    cover = 0
-                    for k, item in enumerate(kept):
-                        if item >> at & m == m:
-                            cover |= 1 << k
-                    covers[f][m] = cover
-                hits &= cover
-                if not hits:
-                    break
-            if hits:
-                continue
+        hits = everyone
+        for f in bits(mentioned):
+            at, full = fields[f]
+            m = t >> at & full
+            cover = covers[f].get(m)
+            if cover is None:
+                cover = 0
+                for k, item in enumerate(kept):
+                    if item >> at & m == m:
+                        cover |= 1 << k
+                covers[f][m] = cover
+            hits &= cover
+            if not hits:
+                break
+        if hits:
+            continue
         bit = 1 << len(kept)
         kept.append(t)
         everyone |= bit
@@ -230,8 +224,10 @@ def _multiply(boxes: Iterable[int], v: int, pool: _ClausePool, found: Packed) ->
     return list(done)
 
 
-#: At most this many boxes are checked in one pass over the reason.
+#: At most this many boxes are checked in one pass over the reason, and at most about
+#: ``_LANE_BITS`` bits of lanes are held per pass (over all nodes).
 _BATCH = 1024
+_LANE_BITS = 1 << 28
 
 
 class _Checker:
@@ -258,9 +254,10 @@ class _Checker:
     def check(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
         """For each ``(box, v)``: None if the box implies the reason, else a violated clause
         (packed negated, with its features) with the fewest features in ``v``."""
+        size = max(1, min(_BATCH, _LANE_BITS // (self.width * len(self.program))))
         out: list[tuple[int, int] | None] = []
-        for start in range(0, len(boxes), _BATCH):
-            out.extend(self._batch(boxes[start:start + _BATCH]))
+        for start in range(0, len(boxes), size):
+            out.extend(self._batch(boxes[start:start + size]))
         return out
 
     def _batch(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
@@ -396,9 +393,11 @@ def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packe
     its CNF clauses mention some of its features. So a node is visited only for its clauses
     of at most ``k`` features (memoised per ``(node, k)``, from the size of the largest
     allowed set at the root): a ∨ of ``m`` operands has none when ``m > k`` and otherwise
-    needs clauses of at most ``k - m + 1`` features from each operand, and a node whose
-    features meet no allowed set, or a ∨ whose operands no single allowed set meets, has none
-    that fit. Runs on an explicit stack (reasons of long decision-graph paths are deep)."""
+    needs clauses of at most ``k - m + 1`` features from each operand; a node's clauses of
+    one feature are the literals it reaches through ∧ only (memoised per node); and a node
+    whose features meet no allowed set, or a ∨ whose operands no single allowed set meets,
+    has none that fit. Runs on explicit stacks (reasons of long decision-graph paths are
+    deep)."""
     sets = list(dict.fromkeys(allowed))
     full = packing.full
     fitting: dict[int, bool] = {}
@@ -631,10 +630,12 @@ def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> li
     fitting an allowed set ``u`` is on exactly ``u``: an implicate of GR mentions a superset
     of some NR set, which lies in ``u``, and NR sets do not nest."""
     packing = Packing(full)
-    clauses = scnf(nnf, root, allowed, packing)
+    by_features: dict[int, list[int]] = {}
+    for c, features in scnf(nnf, root, allowed, packing).items():
+        by_features.setdefault(features, []).append(c)
     out: list[Clause] = []
     for v in dict.fromkeys(allowed):
-        on_v = [c for c, features in clauses.items() if features == v]
+        on_v = by_features.get(v)
         if not on_v:
             continue
         features = bits(v)
