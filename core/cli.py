@@ -19,7 +19,7 @@ from typing import Any
 
 from core.atomicio import atomic_open, write_json
 from core.errors import BudgetExceeded, InputError
-from core.forest import TIES, Forest, load_forest, save_forest
+from core.forest import TIES, load_forest, save_forest
 from core.progress import Progress
 
 Handler = Callable[[argparse.Namespace], int]
@@ -119,13 +119,25 @@ def safe_name(index: int, name: str) -> str:
     return f"R{index}-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)[:60]}"
 
 
-def compile_dg_command(forest: Forest, args: argparse.Namespace) -> int:
-    """``rfcircuits compile --form dg|dg-conj`` (SPEC §6)."""
-    from core.dgcompile import compile_dg
+def cmd_compile(args: argparse.Namespace) -> int:
+    """``rfcircuits compile --form nnf|dg-conj|dg`` (SPEC §6): per-class sizes and seconds as
+    JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class."""
+    forest = load_forest(args.forest)
+    if args.form == "nnf":
+        from core.classformula import compile_nnf
 
-    with Progress("pair networks", enabled=not args.no_progress) as progress:
-        comp = compile_dg(forest, args.ties, args.form, max_nodes=args.max_nodes,
-                          timeout=args.timeout, progress=progress)
+        with Progress("networks", enabled=not args.no_progress) as progress:
+            comp = compile_nnf(forest, args.ties, progress=progress)
+        manager, suffix = comp.nnf, ".nnf"
+        dot = lambda c: comp.nnf.to_dot([comp.roots[c]])  # noqa: E731
+    else:
+        from core.dgcompile import compile_dg
+
+        with Progress("pair networks", enabled=not args.no_progress) as progress:
+            comp = compile_dg(forest, args.ties, args.form, max_nodes=args.max_nodes,
+                              timeout=args.timeout, progress=progress)
+        manager, suffix = comp.dg, ".dg"
+        dot = lambda c: comp.dg.to_dot(comp.roots[c])  # noqa: E731
     result = {
         "form": args.form, "ties": args.ties,
         "classes": {name: {"nodes": comp.nodes(c), "seconds": round(comp.seconds[c], 6)}
@@ -135,37 +147,11 @@ def compile_dg_command(forest: Forest, args: argparse.Namespace) -> int:
     }
     if args.out:
         for c, name in enumerate(forest.classes):
-            path = os.path.join(args.out, safe_name(c, name) + ".dg.json")
-            write_json(path, comp.dg.to_json(comp.roots[c], forest, name, args.ties))
+            path = os.path.join(args.out, safe_name(c, name) + suffix + ".json")
+            write_json(path, manager.to_json(comp.roots[c], forest, name, args.ties))
             if args.dot:
                 with atomic_open(path[:-len(".json")] + ".dot") as handle:
-                    handle.write(comp.dg.to_dot(comp.roots[c]))
-    print(json.dumps(result, ensure_ascii=False))
-    return 0
-
-
-def cmd_compile(args: argparse.Namespace) -> int:
-    forest = load_forest(args.forest)
-    if args.form != "nnf":
-        return compile_dg_command(forest, args)
-    from core.classformula import compile_nnf
-
-    with Progress("networks", enabled=not args.no_progress) as progress:
-        comp = compile_nnf(forest, args.ties, progress=progress)
-    result = {
-        "form": "nnf", "ties": args.ties,
-        "classes": {name: {"nodes": comp.nodes(c), "seconds": round(comp.seconds[c], 6)}
-                    for c, name in enumerate(forest.classes)},
-        "total_nodes": comp.total_nodes(),
-        "total_seconds": round(sum(comp.seconds), 6),
-    }
-    if args.out:
-        for c, name in enumerate(forest.classes):
-            path = os.path.join(args.out, safe_name(c, name) + ".nnf.json")
-            write_json(path, comp.nnf.to_json(comp.roots[c], forest, name, args.ties))
-            if args.dot:
-                with atomic_open(path[:-len(".json")] + ".dot") as handle:
-                    handle.write(comp.nnf.to_dot([comp.roots[c]]))
+                    handle.write(dot(c))
     print(json.dumps(result, ensure_ascii=False))
     return 0
 
