@@ -113,6 +113,7 @@ typedef struct {
 
 static PyTypeObject StoreType;
 static PyTypeObject ColumnType;
+static int int_array(PyObject *obj, Py_ssize_t n, int32_t **out, const char *what);
 
 /* -- memory ---------------------------------------------------------------------------- */
 
@@ -576,6 +577,188 @@ fail:
     return ERR;
 }
 
+/* -- minimal deviation sets (PyStore.min_deviations: NRs and CEs) ----------------------- */
+
+typedef struct {
+    int32_t node;
+    uint64_t held; /* features deviating from the instance so far, bit f for feature f */
+} DevState;
+
+typedef struct {
+    DevState *v;
+    size_t n, cap;
+} DevVec;
+
+typedef struct {
+    uint64_t held;
+    int64_t next; /* index of the node's previous expanded set, -1: none */
+} DevLink;
+
+typedef struct {
+    int32_t node; /* -1: empty slot */
+    int64_t head; /* the node's last expanded set in the link pool */
+} DevSlot;
+
+typedef struct {
+    DevSlot *slots;
+    size_t mask, used;
+    DevLink *links;
+    size_t n_links, cap_links;
+} Expanded; /* per node, the sets already expanded there: node -> linked list */
+
+static int dev_push(DevVec *v, int32_t node, uint64_t held)
+{
+    if (reserve((void **)&v->v, &v->cap, v->n + 1, sizeof(DevState)) < 0)
+        return -1;
+    v->v[v->n++] = (DevState){node, held};
+    return 0;
+}
+
+static int expanded_init(Expanded *E, size_t cap)
+{
+    E->slots = PyMem_Malloc(cap * sizeof(DevSlot));
+    if (E->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++)
+        E->slots[i].node = -1;
+    E->mask = cap - 1;
+    return 0;
+}
+
+static DevSlot *expanded_slot(Expanded *E, int32_t node)
+{
+    size_t i = pair_hash(node, 0) & E->mask;
+    while (E->slots[i].node != -1 && E->slots[i].node != node)
+        i = (i + 1) & E->mask;
+    return &E->slots[i];
+}
+
+/* Record that `held` is expanded at `node` unless a subset of it already was: returns 1 when
+ * recorded, 0 when dominated, -1 on error. */
+static int expanded_add(Expanded *E, int32_t node, uint64_t held)
+{
+    DevSlot *slot = expanded_slot(E, node);
+    if (slot->node == node) {
+        for (int64_t i = slot->head; i >= 0; i = E->links[i].next)
+            if ((E->links[i].held & ~held) == 0)
+                return 0;
+    } else {
+        if (2 * (E->used + 1) > E->mask + 1) { /* keep at most half full: double */
+            Expanded bigger = *E;
+            if (expanded_init(&bigger, 2 * (E->mask + 1)) < 0)
+                return -1;
+            for (size_t i = 0; i <= E->mask; i++)
+                if (E->slots[i].node != -1)
+                    *expanded_slot(&bigger, E->slots[i].node) = E->slots[i];
+            PyMem_Free(E->slots);
+            *E = bigger;
+            slot = expanded_slot(E, node);
+        }
+        slot->node = node;
+        slot->head = -1;
+        E->used++;
+    }
+    if (reserve((void **)&E->links, &E->cap_links, E->n_links + 1, sizeof(DevLink)) < 0)
+        return -1;
+    E->links[E->n_links] = (DevLink){held, slot->head};
+    slot->head = (int64_t)E->n_links++;
+    return 1;
+}
+
+static int holds_found(const uint64_t *found, size_t n_found, uint64_t held)
+{
+    for (size_t i = 0; i < n_found; i++)
+        if ((found[i] & ~held) == 0)
+            return 1;
+    return 0;
+}
+
+static int cmp_deviation(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    int ca = __builtin_popcountll(a), cb = __builtin_popcountll(b);
+    if (ca != cb)
+        return ca - cb;
+    return (a > b) - (a < b);
+}
+
+/* The search of PyStore.min_deviations (core/dgstore.py), level by level, sets in 64 bits.
+ * x[f] is the instance's state of feature f. Fills *found (PyMem) and *n_found. */
+static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const int32_t *x,
+                          uint64_t **found_out, size_t *n_found_out)
+{
+    DevVec level = {NULL, 0, 0}, later = {NULL, 0, 0};
+    Expanded E = {NULL, 0, 0, NULL, 0, 0};
+    uint64_t *found = NULL;
+    size_t n_found = 0, cap_found = 0;
+    if (expanded_init(&E, 256) < 0)
+        goto fail;
+    for (size_t i = 0; i < n_roots; i++)
+        if (dev_push(&level, roots[i], 0) < 0)
+            goto fail;
+    while (level.n) {
+        later.n = 0;
+        while (level.n) {
+            DevState st = level.v[--level.n];
+            if (st.node <= 1) {
+                if (st.node == 0 && !holds_found(found, n_found, st.held)) {
+                    if (reserve((void **)&found, &cap_found, n_found + 1, sizeof(uint64_t)) < 0)
+                        goto fail;
+                    found[n_found++] = st.held;
+                }
+                continue;
+            }
+            if (holds_found(found, n_found, st.held))
+                continue;
+            int added = expanded_add(&E, st.node, st.held);
+            if (added < 0)
+                goto fail;
+            if (added == 0)
+                continue;
+            if (tick(S) < 0)
+                goto fail;
+            Node d = S->node[st.node];
+            int32_t state = x[d.feat], start = 0, own = GAP;
+            uint64_t bit = (uint64_t)1 << d.feat;
+            const Seg *seg = S->segs + d.first;
+            for (size_t i = 0; i < d.nseg; start = seg[i++].end)
+                if (start <= state && state < seg[i].end)
+                    own = seg[i].child;
+            int free = own == GAP || (st.held & bit);
+            for (size_t i = 0; i < d.nseg; i++) {
+                int32_t c = seg[i].child;
+                if (c == GAP)
+                    continue;
+                if (free || c == own) {
+                    if (dev_push(&level, c, st.held) < 0)
+                        goto fail;
+                } else if (dev_push(&later, c, st.held | bit) < 0)
+                    goto fail;
+            }
+        }
+        DevVec swap = level; /* level is empty: the next level becomes current */
+        level = later;
+        later = swap;
+    }
+    qsort(found, n_found, sizeof(uint64_t), cmp_deviation);
+    *found_out = found;
+    *n_found_out = n_found;
+    PyMem_Free(level.v);
+    PyMem_Free(later.v);
+    PyMem_Free(E.slots);
+    PyMem_Free(E.links);
+    return 0;
+fail:
+    PyMem_Free(found);
+    PyMem_Free(level.v);
+    PyMem_Free(later.v);
+    PyMem_Free(E.slots);
+    PyMem_Free(E.links);
+    return -1;
+}
+
 /* -- Python interface ------------------------------------------------------------------ */
 
 static int node_arg(Store *S, PyObject *obj, int32_t *out)
@@ -1012,6 +1195,57 @@ static void Store_dealloc(Store *S)
     Py_TYPE(S)->tp_free((PyObject *)S);
 }
 
+static PyObject *Store_min_deviations(Store *S, PyObject *args)
+{
+    PyObject *robj, *xobj, *rseq = NULL, *out = NULL;
+    int32_t *roots = NULL, *x = NULL;
+    uint64_t *found = NULL;
+    size_t n_found = 0;
+    if (!PyArg_ParseTuple(args, "OO:min_deviations", &robj, &xobj))
+        return NULL;
+    if (S->n_features > 64) {
+        PyErr_SetString(PyExc_OverflowError, "min_deviations packs feature sets in 64 bits");
+        return NULL;
+    }
+    rseq = PySequence_Fast(robj, "roots must be a sequence of node ids");
+    if (rseq == NULL || int_array(xobj, S->n_features, &x, "instance states") < 0)
+        goto done;
+    for (Py_ssize_t f = 0; f < S->n_features; f++)
+        if (x[f] >= S->n_states[f]) {
+            PyErr_Format(PyExc_ValueError, "instance state %d of feature %zd out of range",
+                         x[f], f);
+            goto done;
+        }
+    Py_ssize_t n_roots = PySequence_Fast_GET_SIZE(rseq);
+    roots = PyMem_Malloc((size_t)(n_roots ? n_roots : 1) * sizeof(int32_t));
+    if (roots == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_roots; i++)
+        if (node_arg(S, PySequence_Fast_GET_ITEM(rseq, i), &roots[i]) < 0)
+            goto done;
+    if (min_deviations(S, roots, (size_t)n_roots, x, &found, &n_found) < 0)
+        goto done;
+    out = PyList_New((Py_ssize_t)n_found);
+    if (out == NULL)
+        goto done;
+    for (size_t i = 0; i < n_found; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(found[i]);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, v);
+    }
+done:
+    PyMem_Free(found);
+    PyMem_Free(roots);
+    PyMem_Free(x);
+    Py_XDECREF(rseq);
+    return out;
+}
+
 static PyMethodDef Store_methods[] = {
     {"make", (PyCFunction)Store_make, METH_VARARGS,
      "make(feature, segments) -> id: the reduced, hash-consed node (segments validated)."},
@@ -1027,6 +1261,8 @@ static PyMethodDef Store_methods[] = {
     {"collect", (PyCFunction)Store_collect, METH_O,
      "collect(roots) -> new ids of the roots; keeps only the nodes below them, renumbered."},
     {"clear", (PyCFunction)Store_clear, METH_NOARGS, "clear(): drop Apply's computed tables."},
+    {"min_deviations", (PyCFunction)Store_min_deviations, METH_VARARGS,
+     "min_deviations(roots, x) -> minimal deviation sets of the paths to false (bitmasks)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore
+from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations
 from core.errors import BudgetExceeded
 from core.forest import Feature, Forest, mask_states, weak_test_once_violation
 
@@ -153,6 +153,15 @@ class DG:
     def reachable(self, roots: Iterable[int]) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological)."""
         return self.store.reachable(list(roots))
+
+    def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
+        """The feature sets (bitmasks, by size then value) of the prime implicates of the
+        complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph (SPEC §3;
+        the search is :func:`core.dgstore.min_deviations`). The C store packs sets in 64 bits;
+        beyond 64 features the reference search runs on its segments."""
+        if self.backend == "c" and len(self.features) > 64:
+            return min_deviations(self.feature, self.store.segments, roots, x)
+        return self.store.min_deviations(list(roots), list(x))
 
     def size(self, roots: Iterable[int]) -> int:
         """Distinct nodes below the roots, leaves included."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 FALSE = 0
 TRUE = 1
@@ -212,6 +212,70 @@ class PyStore:
         """Drop the computed tables of Apply (nodes and negations stay)."""
         for table in self._computed:
             table.clear()
+
+    def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
+        """See :func:`min_deviations`."""
+        return min_deviations(self.feature, self.segments, roots, x)
+
+
+def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
+                   roots: Sequence[int], x: Sequence[int]) -> list[int]:
+    """The inclusion-minimal *deviation sets* of the paths from ``roots`` to false, as
+    feature bitmasks sorted by size then value: the feature sets of the prime implicates of
+    the complete reason of ``∧ roots`` at ``x`` (SPEC §3), i.e. the NRs (or, for the graph of
+    ``¬R^t``, the CEs for target ``t``) — read off the graph without building the reason.
+
+    Why this is the prime implicates: by the closed form (:mod:`core.reasons`) the clauses of
+    the complete reason are, bottom-up, those of the branch holding ``x[X]`` plus those of
+    every other branch with ``X`` added, and, where ``x[X]`` is not feasible, those of every
+    branch unchanged; false gives the empty clause, true none. So the clauses are the
+    deviation sets of the paths to false — the features ``X`` whose tests the path passes on
+    a branch without ``x[X]`` while ``x[X]`` is feasible — and the primes are the minimal ones.
+
+    The search is best-first by size: level ``k`` holds the states ``(node, set)`` with
+    ``k`` features in the set; branches keeping the set stay in the level, the others go to
+    level ``k + 1``. A false leaf reached with a set that holds no set found so far is a new
+    minimal one (found sets are no larger). States are pruned when their set holds a found
+    set (every completion would too) or a set already expanded at that node (its completions
+    are supersets of that set's). So the search touches the part of the graph within the
+    minimal sets' reach, not the whole graph — far less than the reason's bottom-up
+    expansion on large forests. :meth:`PyStore.min_deviations` and the C store's method
+    agree (the C one packs sets in 64 bits)."""
+    found: list[int] = []
+    expanded: dict[int, list[int]] = {}
+    level = [(r, 0) for r in roots]
+    while level:
+        later: list[tuple[int, int]] = []
+        while level:
+            n, held = level.pop()
+            if n <= TRUE:
+                if n == FALSE and not any(f & ~held == 0 for f in found):
+                    found.append(held)
+                continue
+            if any(f & ~held == 0 for f in found):
+                continue
+            seen = expanded.setdefault(n, [])
+            if any(s & ~held == 0 for s in seen):
+                continue
+            seen.append(held)
+            f = feature[n]
+            state, bit = x[f], 1 << f
+            start = 0
+            own = GAP
+            for end, child in segments(n):
+                if start <= state < end:
+                    own = child
+                start = end
+            free = own == GAP or held & bit  # x[X] infeasible, or X already deviates
+            for end, child in segments(n):
+                if child == GAP:
+                    continue
+                if free or child == own:
+                    level.append((child, held))
+                else:
+                    later.append((child, held | bit))
+        level = later
+    return sorted(found, key=lambda s: (s.bit_count(), s))
 
 
 def _push(out: list[tuple[int, int]], end: int, child: int) -> None:

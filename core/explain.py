@@ -7,13 +7,15 @@ graph with Apply, then negated). :meth:`Explainer.explain` is stateless between 
 returns an immutable :class:`core.explanation.Explanation`:
 
 - CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
-- NRs: prime implicates of CR; SRs: prime implicants of CR, as the minimal hitting sets of the
-  NRs (``sr_method="dual"``, the default: the NRs are computed anyway, and on the forests of
+- NRs: prime implicates of CR, read off the graph as its minimal deviation sets
+  (:meth:`core.dgraph.DG.min_deviations`, without building CR); SRs: prime implicants of CR,
+  as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: the NRs are computed anyway, and on the forests of
   ``bench explain`` it is the faster method) or by bottom-up expansion of CR (``"expand"``)
   (:mod:`core.primes`);
 - GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`);
 - robustness and the shortest GNRs: Alg. 5–7 (:mod:`core.robustness`);
-- CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``.
+- CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
+  again as minimal deviation sets, of the graph of ``¬R^t``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from core.explanation import ALL_WHAT, Explanation
 from core.forest import Forest, Instance, check_ties
 from core.general import gnrs, gsrs
 from core.nnf import NNF
-from core.primes import hitting_sets, implicants, implicates
+from core.primes import hitting_sets, implicants
 from core.reasons import complete_reason, general_reason
 from core.robustness import robustness, shortest_gnrs
 from core.terms import simple
@@ -49,7 +51,6 @@ class Timings:
     robust: float = 0.0
     flips: float = 0.0
     compile: float = 0.0
-    ce_reasons: float = 0.0
     ce: float = 0.0
     ce_targets: int = 0
 
@@ -107,16 +108,24 @@ class Explainer:
             full = dg.full
             nnf = NNF(forest.features)
             roots = comp.roots[decision]
-            cr = complete_reason(dg, roots, x, nnf)
+            method = sr_method or self.sr_method
+            # NRs (and the dual SRs) come from the graph itself; the CR is built only for
+            # the stages that walk it.
+            expand = method == "expand" and bool({"sr", "gsr"} & set(what))
+            needs_cr = expand or bool({"robust", "flips"} & set(what))
+            cr = complete_reason(dg, roots, x, nnf) if needs_cr else None
             gr = general_reason(dg, roots, x, nnf) if {"gsr", "gnr", "flips"} & set(what) else None
             clock.lap("reasons")
-            nr_sets = implicates(nnf, cr)
+            nr_sets = dg.min_deviations(roots, x)
             if "nr" in what:
                 fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
             clock.lap("nr")
             if "sr" in what or "gsr" in what:
-                method = sr_method or self.sr_method
-                sr_sets = implicants(nnf, cr) if method == "expand" else hitting_sets(nr_sets)
+                if expand:
+                    assert cr is not None
+                    sr_sets = implicants(nnf, cr)
+                else:
+                    sr_sets = hitting_sets(nr_sets)
                 if "sr" in what:
                     fields["sufficient_reasons"] = Explanation.sets(simple(x, v) for v in sr_sets)
                 clock.lap("sr")
@@ -129,6 +138,7 @@ class Explainer:
                 fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))
                 clock.lap("gnr")
             if "robust" in what or "flips" in what:
+                assert cr is not None
                 r, shortest = robustness(nnf, cr)
                 fields["robustness"] = r
                 clock.lap("robust")
@@ -144,10 +154,8 @@ class Explainer:
                         continue
                     negated = self.negated_class(t)
                     clock.lap("compile")
-                    other = NNF(forest.features)
-                    cr_t = complete_reason(dg, [negated], x, other)
-                    clock.lap("ce_reasons")
-                    ces.append((t, Explanation.sets(simple(x, v) for v in implicates(other, cr_t))))
+                    ces.append((t, Explanation.sets(simple(x, v)
+                                                    for v in dg.min_deviations([negated], x))))
                     clock.lap("ce")
                     if timings is not None:
                         timings.ce_targets += 1

@@ -1,16 +1,15 @@
-"""Prime implicants and implicates of a monotone NNF: SRs, NRs and CEs (SPEC §3).
+"""Prime implicants of a monotone NNF (SRs) and minimal hitting sets (SPEC §3).
 
 The complete reason is monotone — its literals are the instance's states ``{x[X]}`` — so a
 prime implicant or implicate is determined by its set of features, an int bitmask. Families
 of feature sets are kept as lists of bitmasks without supersets (:func:`minimal`).
 
-- Prime implicates (NRs, CEs), bottom-up: a literal gives ``{X}``, ``true`` no clause,
-  ``false`` the empty clause; ∧ unites and removes supersets; ∨ takes pairwise unions (for
-  or-decomposable ∨, whose children share no feature, the unions need no minimisation, but
-  they are minimised anyway so any monotone NNF is handled).
-- Prime implicants (SRs), two ways: bottom-up expansion (∨ unites, ∧ takes pairwise unions,
-  both minimised) or dualisation: the SRs are the minimal hitting sets of the NRs (Berge's
-  algorithm). ``rfcircuits bench explain`` reports both.
+- Prime implicates (NRs, CEs) are read off the decision graph as its minimal deviation sets
+  (:meth:`core.dgraph.DG.min_deviations`), without building the complete reason.
+- Prime implicants (SRs), two ways: bottom-up expansion (a literal gives ``{X}``, ``true``
+  the empty term, ``false`` none; ∨ unites, ∧ takes pairwise unions, both minimised) or
+  dualisation: the SRs are the minimal hitting sets of the NRs (Berge's algorithm).
+  ``rfcircuits bench explain`` reports both.
 """
 
 from __future__ import annotations
@@ -57,25 +56,6 @@ def minimal(family: Iterable[int]) -> list[int]:
 
 def _cross(a: list[int], b: list[int]) -> list[int]:
     return minimal(u | v for u in a for v in b)
-
-
-def implicates(nnf: NNF, root: int) -> list[int]:
-    """Feature sets of the prime implicates of a monotone NNF."""
-    value: dict[int, list[int]] = {}
-    for n in nnf.reachable([root]):
-        kind, args = nnf.kind[n], nnf.args[n]
-        if kind == CONST:
-            value[n] = [] if n == TRUE else [0]
-        elif kind == LIT:
-            value[n] = [1 << args[0]]
-        elif kind == AND:
-            value[n] = minimal(s for c in args for s in value[c])
-        else:
-            acc = value[args[0]]
-            for c in args[1:]:
-                acc = _cross(acc, value[c])
-            value[n] = acc
-    return value[root]
 
 
 def implicants(nnf: NNF, root: int) -> list[int]:

@@ -86,7 +86,10 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
             node, ok = dg.negate(nodes[i]), clean[i]
         elif kind < 0.98:
             ap.clear()
-            trace.append(dg.reachable(rng.sample(nodes, min(3, len(nodes)))))
+            some = rng.sample(nodes, min(3, len(nodes)))
+            x = [rng.randrange(f.n_states) for f in features]
+            trace.append(dg.reachable(some))
+            trace.append(dg.min_deviations(some, x))
             continue
         else:  # garbage collection keeps the leaves and a random half, with their functions
             kept = [0, 1] + rng.sample(range(2, len(nodes)), (len(nodes) - 2) // 2)
@@ -119,6 +122,24 @@ def test_random_sessions_give_identical_stores(monkeypatch, seed):
         monkeypatch.setattr(dgraph, "BACKEND", backend)
         traces.append(random_session(random.Random(seed), features, 300))
     assert all(t == traces[0] for t in traces)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_min_deviations_beyond_64_features(monkeypatch, backend):
+    # The C store packs feature sets in 64 bits; wider forests take the reference search.
+    # ∧_f (X_f = x_f) at x: its complete reason is the conjunction of x's states, whose prime
+    # implicates are the singletons; x' differs on feature 69 and fails the formula.
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    features = [Feature.categorical(f"f{i}", ["a", "b", "c"]) for i in range(70)]
+    dg = DG(features)
+    ap = Apply(dg)
+    x = [i % 3 for i in range(70)]
+    root = reduce(ap.conj, (dg.literal(f, 1 << x[f]) for f in range(70)), TRUE)
+    assert dg.min_deviations([root], x) == [1 << f for f in range(70)]
+    assert dg.min_deviations([root], x[:69] + [2]) == [0]
+    if backend == "c":
+        with pytest.raises(OverflowError):
+            dg.store.min_deviations([root], x)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
