@@ -76,6 +76,19 @@ typedef struct {
     size_t n, cap;
 } IntVec;
 
+#define N_LAYOUTS 32 /* cached search layouts (a few per class: NRs and CEs) */
+
+typedef struct {
+    int32_t *roots; /* the root list it lays out (NULL: free slot) */
+    size_t n_roots;
+    int32_t *root_at; /* offsets of the roots */
+    int32_t *code;
+    size_t n_index;   /* nodes laid out; each has an index below n_index */
+    uint32_t *stamp;  /* stamp[i] == epoch: head[i] is this search's */
+    int32_t *head;    /* per node, the last set expanded there (index in the links) */
+    uint32_t epoch;
+} Layout;
+
 typedef struct {
     PyObject_HEAD
     Py_ssize_t n_features;
@@ -103,6 +116,8 @@ typedef struct {
     double deadline;
     PyObject *error, *nodes_message, *time_message;
     unsigned int ticks;
+    Layout layouts[N_LAYOUTS]; /* of min_deviations */
+    size_t next_layout;
 } Store;
 
 typedef struct {
@@ -580,7 +595,7 @@ fail:
 /* -- minimal deviation sets (PyStore.min_deviations: NRs and CEs) ----------------------- */
 
 typedef struct {
-    int32_t node;
+    int32_t node;  /* offset in the layout's code */
     uint64_t held; /* features deviating from the instance so far, bit f for feature f */
 } DevState;
 
@@ -591,79 +606,154 @@ typedef struct {
 
 typedef struct {
     uint64_t held;
-    int64_t next; /* index of the node's previous expanded set, -1: none */
+    int32_t next; /* index of the node's previous expanded set, -1: none */
 } DevLink;
 
 typedef struct {
-    int32_t node; /* -1: empty slot */
-    int64_t head; /* the node's last expanded set in the link pool */
-} DevSlot;
+    DevLink *v;
+    size_t n, cap;
+} Links; /* per node, the sets already expanded there, as linked lists from Layout.head */
 
-typedef struct {
-    DevSlot *slots;
-    size_t mask, used;
-    DevLink *links;
-    size_t n_links, cap_links;
-} Expanded; /* per node, the sets already expanded there: node -> linked list */
-
-static int dev_push(DevVec *v, int32_t node, uint64_t held)
+static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
 {
     if (reserve((void **)&v->v, &v->cap, v->n + 1, sizeof(DevState)) < 0)
         return -1;
     v->v[v->n++] = (DevState){node, held};
+    __builtin_prefetch(code + node); /* the search is bound by misses on node data */
     return 0;
 }
 
-static int expanded_init(Expanded *E, size_t cap)
+/* The graph below a root list laid out for the search: the nodes in depth-first preorder,
+ * each at an offset of `code` as (feature, number of segments, index, then (end, child
+ * offset) per segment, GAP kept), offsets 0 and 1 standing for false and true; the index
+ * (preorder position) addresses the per-node arrays of the search. A class's graph is a
+ * small part of the store, scattered among the other classes' nodes; laid out contiguously
+ * (parents beside a child) it is read with few cache misses. Built on first use per root
+ * list, kept until collect renumbers the nodes. */
+static void layout_free(Layout *L)
 {
-    E->slots = PyMem_Malloc(cap * sizeof(DevSlot));
-    if (E->slots == NULL) {
+    PyMem_Free(L->roots);
+    PyMem_Free(L->root_at);
+    PyMem_Free(L->code);
+    PyMem_Free(L->stamp);
+    PyMem_Free(L->head);
+    memset(L, 0, sizeof *L);
+}
+
+static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *L)
+{
+    int32_t *off = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
+    IntVec order = {NULL, 0, 0}, stack = {NULL, 0, 0};
+    if (off == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto fail;
     }
-    for (size_t i = 0; i < cap; i++)
-        E->slots[i].node = -1;
-    E->mask = cap - 1;
-    return 0;
-}
-
-static DevSlot *expanded_slot(Expanded *E, int32_t node)
-{
-    size_t i = pair_hash(node, 0) & E->mask;
-    while (E->slots[i].node != -1 && E->slots[i].node != node)
-        i = (i + 1) & E->mask;
-    return &E->slots[i];
-}
-
-/* Record that `held` is expanded at `node` unless a subset of it already was: returns 1 when
- * recorded, 0 when dominated, -1 on error. */
-static int expanded_add(Expanded *E, int32_t node, uint64_t held)
-{
-    DevSlot *slot = expanded_slot(E, node);
-    if (slot->node == node) {
-        for (int64_t i = slot->head; i >= 0; i = E->links[i].next)
-            if ((E->links[i].held & ~held) == 0)
-                return 0;
-    } else {
-        if (2 * (E->used + 1) > E->mask + 1) { /* keep at most half full: double */
-            Expanded bigger = *E;
-            if (expanded_init(&bigger, 2 * (E->mask + 1)) < 0)
-                return -1;
-            for (size_t i = 0; i <= E->mask; i++)
-                if (E->slots[i].node != -1)
-                    *expanded_slot(&bigger, E->slots[i].node) = E->slots[i];
-            PyMem_Free(E->slots);
-            *E = bigger;
-            slot = expanded_slot(E, node);
+    memset(off, 0xff, S->n_nodes * sizeof(int32_t)); /* -1: not placed */
+    off[0] = 0;
+    off[1] = 1;
+    int64_t end = 2;
+    for (size_t i = n_roots; i-- > 0;)
+        if (vec_push(&stack, roots[i]) < 0)
+            goto fail;
+    while (stack.n) {
+        int32_t n = stack.v[--stack.n];
+        if (off[n] >= 0)
+            continue;
+        Node d = S->node[n];
+        off[n] = (int32_t)end;
+        end += 3 + 2 * (int64_t)d.nseg;
+        if (end > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "graph too large for the deviation search");
+            goto fail;
         }
-        slot->node = node;
-        slot->head = -1;
-        E->used++;
+        if (vec_push(&order, n) < 0)
+            goto fail;
+        for (size_t i = d.nseg; i-- > 0;) { /* the first branch is visited, and placed, next */
+            int32_t c = S->segs[d.first + i].child;
+            if (c != GAP && off[c] < 0 && vec_push(&stack, c) < 0)
+                goto fail;
+        }
     }
-    if (reserve((void **)&E->links, &E->cap_links, E->n_links + 1, sizeof(DevLink)) < 0)
+    L->code = PyMem_Malloc((size_t)end * sizeof(int32_t));
+    L->roots = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
+    L->root_at = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
+    L->stamp = PyMem_Calloc(order.n ? order.n : 1, sizeof(uint32_t));
+    L->head = PyMem_Malloc((order.n ? order.n : 1) * sizeof(int32_t));
+    if (L->code == NULL || L->roots == NULL || L->root_at == NULL || L->stamp == NULL
+        || L->head == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    L->code[0] = L->code[1] = LEAF;
+    for (size_t k = 0; k < order.n; k++) {
+        Node d = S->node[order.v[k]];
+        int32_t *at = L->code + off[order.v[k]];
+        at[0] = d.feat;
+        at[1] = (int32_t)d.nseg;
+        at[2] = (int32_t)k;
+        for (size_t i = 0; i < d.nseg; i++) {
+            Seg g = S->segs[d.first + i];
+            at[3 + 2 * i] = g.end;
+            at[4 + 2 * i] = g.child == GAP ? GAP : off[g.child];
+        }
+    }
+    L->n_index = order.n;
+    memcpy(L->roots, roots, n_roots * sizeof(int32_t));
+    for (size_t i = 0; i < n_roots; i++)
+        L->root_at[i] = off[roots[i]];
+    L->n_roots = n_roots;
+    PyMem_Free(off);
+    PyMem_Free(order.v);
+    PyMem_Free(stack.v);
+    return 0;
+fail:
+    PyMem_Free(off);
+    PyMem_Free(order.v);
+    PyMem_Free(stack.v);
+    layout_free(L);
+    return -1;
+}
+
+static void layouts_clear(Store *S)
+{
+    for (size_t i = 0; i < N_LAYOUTS; i++)
+        layout_free(&S->layouts[i]);
+}
+
+/* The layout of a root list: cached, else built in the next slot (round robin). */
+static Layout *layout_for(Store *S, const int32_t *roots, size_t n_roots)
+{
+    for (size_t i = 0; i < N_LAYOUTS; i++) {
+        Layout *L = &S->layouts[i];
+        if (L->code != NULL && L->n_roots == n_roots
+            && memcmp(L->roots, roots, n_roots * sizeof(int32_t)) == 0)
+            return L;
+    }
+    Layout *L = &S->layouts[S->next_layout++ % N_LAYOUTS];
+    layout_free(L);
+    return layout_build(S, roots, n_roots, L) < 0 ? NULL : L;
+}
+
+/* Record that `held` is expanded at the node with index i unless a subset of it already was:
+ * returns 1 when recorded, 0 when dominated, -1 on error. */
+static int expanded_add(Layout *L, Links *E, int32_t i, uint64_t held)
+{
+    if (L->stamp[i] != L->epoch) {
+        L->stamp[i] = L->epoch;
+        L->head[i] = -1;
+    } else {
+        for (int32_t k = L->head[i]; k >= 0; k = E->v[k].next)
+            if ((E->v[k].held & ~held) == 0)
+                return 0;
+    }
+    if (E->n >= INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "deviation search too large");
         return -1;
-    E->links[E->n_links] = (DevLink){held, slot->head};
-    slot->head = (int64_t)E->n_links++;
+    }
+    if (reserve((void **)&E->v, &E->cap, E->n + 1, sizeof(DevLink)) < 0)
+        return -1;
+    E->v[E->n] = (DevLink){held, L->head[i]};
+    L->head[i] = (int32_t)E->n++;
     return 1;
 }
 
@@ -684,19 +774,26 @@ static int cmp_deviation(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The search of PyStore.min_deviations (core/dgstore.py), level by level, sets in 64 bits.
- * x[f] is the instance's state of feature f. Fills *found (PyMem) and *n_found. */
+/* The search of PyStore.min_deviations (core/dgstore.py), level by level, sets in 64 bits,
+ * on the roots' layout. x[f] is the instance's state of feature f. Fills *found (PyMem) and
+ * *n_found. */
 static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const int32_t *x,
                           uint64_t **found_out, size_t *n_found_out)
 {
     DevVec level = {NULL, 0, 0}, later = {NULL, 0, 0};
-    Expanded E = {NULL, 0, 0, NULL, 0, 0};
+    Links E = {NULL, 0, 0};
     uint64_t *found = NULL;
     size_t n_found = 0, cap_found = 0;
-    if (expanded_init(&E, 256) < 0)
+    Layout *L = layout_for(S, roots, n_roots);
+    if (L == NULL)
         goto fail;
+    if (++L->epoch == 0) { /* wrapped: forget all stamps */
+        memset(L->stamp, 0, L->n_index * sizeof(uint32_t));
+        L->epoch = 1;
+    }
+    const int32_t *code = L->code;
     for (size_t i = 0; i < n_roots; i++)
-        if (dev_push(&level, roots[i], 0) < 0)
+        if (dev_push(code, &level, L->root_at[i], 0) < 0)
             goto fail;
     while (level.n) {
         later.n = 0;
@@ -712,29 +809,28 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
             }
             if (holds_found(found, n_found, st.held))
                 continue;
-            int added = expanded_add(&E, st.node, st.held);
+            const int32_t *at = code + st.node, *seg = at + 3;
+            int added = expanded_add(L, &E, at[2], st.held);
             if (added < 0)
                 goto fail;
             if (added == 0)
                 continue;
             if (tick(S) < 0)
                 goto fail;
-            Node d = S->node[st.node];
-            int32_t state = x[d.feat], start = 0, own = GAP;
-            uint64_t bit = (uint64_t)1 << d.feat;
-            const Seg *seg = S->segs + d.first;
-            for (size_t i = 0; i < d.nseg; start = seg[i++].end)
-                if (start <= state && state < seg[i].end)
-                    own = seg[i].child;
+            int32_t nseg = at[1], state = x[at[0]], start = 0, own = GAP;
+            uint64_t bit = (uint64_t)1 << at[0];
+            for (int32_t i = 0; i < nseg; start = seg[2 * i++])
+                if (start <= state && state < seg[2 * i])
+                    own = seg[2 * i + 1];
             int free = own == GAP || (st.held & bit);
-            for (size_t i = 0; i < d.nseg; i++) {
-                int32_t c = seg[i].child;
+            for (int32_t i = 0; i < nseg; i++) {
+                int32_t c = seg[2 * i + 1];
                 if (c == GAP)
                     continue;
                 if (free || c == own) {
-                    if (dev_push(&level, c, st.held) < 0)
+                    if (dev_push(code, &level, c, st.held) < 0)
                         goto fail;
-                } else if (dev_push(&later, c, st.held | bit) < 0)
+                } else if (dev_push(code, &later, c, st.held | bit) < 0)
                     goto fail;
             }
         }
@@ -747,15 +843,13 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     *n_found_out = n_found;
     PyMem_Free(level.v);
     PyMem_Free(later.v);
-    PyMem_Free(E.slots);
-    PyMem_Free(E.links);
+    PyMem_Free(E.v);
     return 0;
 fail:
     PyMem_Free(found);
     PyMem_Free(level.v);
     PyMem_Free(later.v);
-    PyMem_Free(E.slots);
-    PyMem_Free(E.links);
+    PyMem_Free(E.v);
     return -1;
 }
 
@@ -967,6 +1061,7 @@ static PyObject *Store_collect(Store *S, PyObject *arg)
     Slot *unique = NULL;
     Table fresh[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     PyObject *out = NULL;
+    layouts_clear(S); /* node ids change */
     for (Py_ssize_t i = 0; i < n_roots; i++) {
         int32_t n;
         if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0 || vec_push(&roots, n) < 0)
@@ -1189,6 +1284,7 @@ static void Store_dealloc(Store *S)
     PyMem_Free(S->computed[1].slots);
     PyMem_Free(S->scratch);
     PyMem_Free(S->jobs);
+    layouts_clear(S);
     Py_XDECREF(S->error);
     Py_XDECREF(S->nodes_message);
     Py_XDECREF(S->time_message);
