@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from core.nnf import AND, CONST, LIT, NNF, OR, TRUE
+from core.nnf import AND, LIT, NNF, OR, TRUE
 from core.primes import bits
 from core.terms import Clause, Term
 
@@ -473,8 +473,10 @@ def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packe
                 f, lit = args_of[m]
                 singles[m] = {1 << f: packing.literal(f, full[f] & ~lit)} if fits(1 << f) else {}
             else:
-                singles[m] = {0: packing.top} if m != TRUE and kind == CONST else {}
-            stack.pop()
+                # ∨, or the constant true (a GR with no NR); x satisfies GR, and constants
+                # are folded away from gates, so false never occurs
+                singles[m] = {}
+            # m is popped by the check at the top of the loop, now that it is in singles
         return {t: f for f, t in singles[n].items()}
 
     most = max((u.bit_count() for u in sets), default=0)
@@ -510,7 +512,7 @@ def scnf(nnf: NNF, root: int, allowed: Sequence[int], packing: Packing) -> Packe
             stack.extend(kid for kid in kids if kid[1] > 1 and kinds[kid[0]] != LIT
                          and kid not in value)
             continue
-        stack.pop()
+        # the key stays on the stack: the check at the top pops it once its value is set
         parts = [value[kid] if kid[1] > 1 and kinds[kid[0]] != LIT else units(kid[0])
                  for kid in kids]
         if kinds[n] == AND:
@@ -544,12 +546,11 @@ def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> lis
     is empty. A resolvent whose literal on ``f`` equals one parent's is implied by that
     parent, so only pairs whose literals on ``f`` are incomparable can add a clause. A clause
     implies another iff its negation contains the other's."""
-    kept: list[int | None] = list(clauses)
+    kept: list[int | None] = list(clauses)  # None: removed (subsumed by a later clause)
     for f in bits(v):
         mask = packing.masks[f]
-        k = 0
-        while k < len(kept):  # resolve each clause with every earlier one, once
-            c = kept[k]
+        # resolve each clause with every earlier one, once; the list grows as it is walked
+        for k, c in enumerate(kept):
             for j in range(k):
                 d = kept[j]
                 if c is None:
@@ -565,11 +566,11 @@ def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> lis
                     continue
                 if any(e is not None and r | e == e for e in kept):
                     continue
-                kept = [None if e is not None and e | r == r else e for e in kept]
+                for i, e in enumerate(kept):
+                    if e is not None and e | r == r:
+                        kept[i] = None
                 kept.append(r)
                 c = kept[k]
-            k += 1
-        kept = [e for e in kept if e is not None]
     return [c for c in kept if c is not None]
 
 

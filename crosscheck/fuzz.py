@@ -3,11 +3,17 @@
 Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`crosscheck.strategies`),
 so the same seed replays the same cases, whatever the number of processes. Each case is a
 forest and three instances, checked under both tie policies against every oracle that fits
-(:mod:`crosscheck.harness`). A failing case is shrunk (:mod:`crosscheck.shrink`) while the same
-check still fails, and written at once, atomically, to ``DIR/case-<seed>-<k>-<ties>.json``
-(``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
-it with ``rfcircuits crosscheck --replay FILE``). Workers run until the time budget is spent;
-progress goes to stderr, a summary to stdout.
+(:mod:`crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
+case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
+(:data:`crosscheck.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
+(SPEC §3, §5) are compared with the BDD oracle's. The small forests rarely have more than one
+GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
+could not enumerate their candidate terms. A failing case is shrunk (:mod:`crosscheck.shrink`)
+while the same check still fails, and written at once, atomically, to
+``DIR/case-<seed>-<k>[-general]-<ties>.json`` (``rfcircuits.repro/1``: the forest, the
+instances, the tie policy, the disagreements; replay it with ``rfcircuits crosscheck --replay
+FILE``). Workers run until the time budget is spent; progress goes to stderr, a summary to
+stdout.
 """
 
 from __future__ import annotations
@@ -23,13 +29,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core.atomicio import write_json
+from core.explanation import ALL_WHAT
 from core.forest import TIES, Forest, Instance, instance_to_json
 from crosscheck.harness import ORACLES, crosscheck
 from crosscheck.shrink import shrink
-from crosscheck.strategies import Limits, random_forest, random_instance
+from crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
 
 REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
+#: The fields a general-reason case checks (those computed by :mod:`core.general`).
+GENERAL_WHAT = ("robust", "gsr", "gnr", "flips")
 
 
 @dataclass
@@ -41,35 +50,43 @@ class Summary:
     interrupted: bool = False
 
 
-def make_case(seed: int, k: int, limits: Limits) -> tuple[Forest, list[Instance]]:
-    """Case ``k`` of a fuzz run with ``seed``."""
-    rng = random.Random(f"{seed}/{k}")
+def make_case(seed: int, k: int, limits: Limits,
+              stream: str = "") -> tuple[Forest, list[Instance]]:
+    """Case ``k`` of a fuzz run with ``seed`` (of the named ``stream``, if any)."""
+    rng = random.Random(f"{seed}/{k}/{stream}" if stream else f"{seed}/{k}")
     forest = random_forest(rng, limits)
     return forest, [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
 
 
 def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
              out_dir: str) -> tuple[int, list[str]]:
-    """Check case ``k`` under both tie policies; returns (checks, saved repro paths)."""
-    forest, instances = make_case(seed, k, limits)
+    """Check case ``k``, and its general-reason case when the BDD oracle is chosen, under
+    both tie policies; returns (checks, saved repro paths)."""
+    plans = [("", limits, oracles, ALL_WHAT, True)]
+    if "bdd" in oracles:
+        plans.append(("general", GENERAL, ("bdd",), GENERAL_WHAT, False))
     checks, saved = 0, []
-    for ties in TIES:
-        report = crosscheck(forest, instances, ties, oracles, seed=k)
-        checks += report.checks()
-        if report.ok:
-            continue
-        first = report.disagreements[0].check
+    for stream, case_limits, used, what, formulas in plans:
+        forest, instances = make_case(seed, k, case_limits, stream)
+        for ties in TIES:
+            def check(f: Forest, xs: list[Instance], ties: str = ties) -> Any:
+                return crosscheck(f, xs, ties, used, what, formulas, seed=k)
 
-        def fails(f: Forest, xs: list[Instance]) -> bool:
-            again = crosscheck(f, xs, ties, oracles, seed=k)
-            return any(d.check == first for d in again.disagreements)
+            report = check(forest, instances)
+            checks += report.checks()
+            if report.ok:
+                continue
+            first = report.disagreements[0].check
 
-        small, xs = shrink(forest, instances, fails)
-        final = crosscheck(small, xs, ties, oracles, seed=k)
-        path = os.path.join(out_dir, f"case-{seed}-{k}-{ties}.json")
-        write_json(path, repro(small, xs, ties, final.disagreements, seed, k,
-                               original=(len(forest.trees), len(forest.features))))
-        saved.append(path)
+            def fails(f: Forest, xs: list[Instance]) -> bool:
+                return any(d.check == first for d in check(f, xs).disagreements)
+
+            small, xs = shrink(forest, instances, fails)
+            name = "-".join(str(part) for part in (seed, k, stream, ties) if part != "")
+            path = os.path.join(out_dir, f"case-{name}.json")
+            write_json(path, repro(small, xs, ties, check(small, xs).disagreements, seed, k,
+                                   original=(len(forest.trees), len(forest.features))))
+            saved.append(path)
     return checks, saved
 
 

@@ -27,6 +27,14 @@ class Limits:
     max_depth: int = 4
 
 
+#: Bounds of the fuzz run's general-reason cases (:mod:`crosscheck.fuzz`): more features and
+#: states than the brute force can enumerate terms over, so that instances often have several
+#: GSRs per SR set and GNRs on three features or more (the paths of :mod:`core.general` the
+#: small forests seldom reach), and still within every size limit of the BDD oracle
+#: (48 state variables, 10 trees, trees × variables × class pairs ≤ 1440).
+GENERAL = Limits(max_features=6, max_states=8, max_trees=10, max_classes=3, max_depth=6)
+
+
 def random_forest(rng: random.Random, limits: Limits = Limits()) -> Forest:
     """A random valid forest within ``limits``."""
     n_features = rng.randint(1, limits.max_features)
