@@ -125,6 +125,25 @@ def test_random_sessions_give_identical_stores(monkeypatch, seed):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_min_deviations_on_retests(monkeypatch, backend):
+    # A weak test-once graph whose path to false through re-tests of A (x's state no longer
+    # feasible there) deviates on A alone, while a shorter path deviates on A and B. The
+    # re-tests must cost nothing; charged as deviations they would put the {A} path two
+    # levels later, after {A, B} was already taken as minimal.
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    a, b = 0, 1
+    dg = DG([Feature.categorical("A", list("pqrs")), Feature.categorical("B", list("pq"))])
+    r2 = dg.node(a, ((0b0010, FALSE), (0b0100, TRUE)))
+    r1 = dg.node(a, ((0b0110, r2), (0b1000, TRUE)))
+    q = dg.node(b, ((0b01, r1), (0b10, FALSE)))
+    root = dg.node(a, ((0b0001, TRUE), (0b1110, q)))
+    dg.check_invariants([root])
+    assert dg.min_deviations([root], [0, 0]) == [1 << a]
+    assert dg.min_deviations([root], [0, 1]) == [1 << a]
+    assert dg.min_deviations([root], [1, 1]) == [0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_min_deviations_beyond_64_features(monkeypatch, backend):
     # The C store packs feature sets in 64 bits; wider forests take the reference search.
     # ∧_f (X_f = x_f) at x: its complete reason is the conjunction of x's states, whose prime

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.explain import Explainer
-from core.explanation import ALL_WHAT
+from core.explanation import ALL_WHAT, Explanation
 from core.nnf import NNF
 from core.dgcompile import compile_dg
 from core.reasons import complete_reason, general_reason
 from core.robustness import flips
+from core.terms import simple
 from crosscheck.brute import BruteForce
 from crosscheck.cli import main
 from crosscheck.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS, SUSAN,
@@ -83,6 +84,15 @@ def test_reasons_and_flips_semantics(case, ties, apply):
     got_cr, got_gr = nnf_worlds(nnf, [cr, gr], brute)
     assert got_cr == brute.complete_reason(x, delta)
     assert got_gr == brute.general_reason(x, delta)
+    # NRs and CEs as the graphs' minimal deviation sets (re-tests on Alg. 4 graphs: a
+    # feature already deviating, or x's state infeasible, costs nothing).
+    truth = brute.explain(x, ("nr", "ce"))
+    assert Explanation.sets(simple(x, v) for v in comp.dg.min_deviations(roots, x)) == \
+        truth.necessary_reasons
+    folded = compile_dg(f, ties, "dg", apply=apply)
+    ces = tuple((t, Explanation.sets(simple(x, v) for v in folded.dg.min_deviations(
+        [folded.dg.negate(folded.roots[t][0])], x))) for t, _ in truth.contrastive)
+    assert ces == truth.contrastive
     # Shortest flips: exactly the worlds at distance r outside the class (paper §4).
     e = explainer.explain(x, ("robust", "flips"))
     full = [ft.full for ft in f.features]
