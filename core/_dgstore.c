@@ -815,7 +815,8 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                 goto fail;
             if (added == 0)
                 continue;
-            if (tick(S) < 0)
+            /* Ctrl-C, but not the compile deadline: searching is not compiling */
+            if ((++S->ticks & TICK_MASK) == 0 && PyErr_CheckSignals() < 0)
                 goto fail;
             int32_t nseg = at[1], state = x[at[0]], start = 0, own = GAP;
             uint64_t bit = (uint64_t)1 << at[0];
