@@ -11,7 +11,7 @@ import pytest
 from core.explain import Explainer
 from core.forest import instance_to_json
 from crosscheck.cli import main
-from crosscheck.fuzz import make_case
+from crosscheck.fuzz import make_case, run_case
 from crosscheck.harness import crosscheck
 from crosscheck.shrink import shrink
 from crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
@@ -172,3 +172,16 @@ def test_broken_graph_invariants_are_reported(monkeypatch):
     report = crosscheck(f, xs, what=("robust",))
     assert {d.check for d in report.disagreements} == {
         "formula dg-conj invariants", "formula dg invariants", "formula dg-conj alg4 invariants"}
+
+
+def test_fuzz_checks_a_general_reason_case(tmp_path, monkeypatch):
+    # A GSR dropped is found in the general-reason case too, whose repro is saved apart.
+    monkeypatch.setattr(Explainer, "explain", planted(
+        lambda e: dataclasses.replace(
+            e, general_sufficient_reasons=e.general_sufficient_reasons[1:])))
+    checks, saved = run_case(3, 0, Limits(), ("bdd",), str(tmp_path))
+    assert checks > 0
+    general = [p for p in saved if "-general-" in p]
+    assert general, saved
+    doc = json.loads(open(general[0]).read())
+    assert {d["check"] for d in doc["disagreements"]} == {"general_sufficient_reasons"}
