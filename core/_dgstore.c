@@ -824,14 +824,17 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                 if (start <= state && state < seg[2 * i])
                     own = seg[2 * i + 1];
             int free = own == GAP || (st.held & bit);
+            /* true leads nowhere; a deviation whose set holds a found one is pruned now
+             * (as it would be when popped) to spare the queue */
+            int pruned = !free && holds_found(found, n_found, st.held | bit);
             for (int32_t i = 0; i < nseg; i++) {
                 int32_t c = seg[2 * i + 1];
-                if (c == GAP)
+                if (c == GAP || c == 1)
                     continue;
                 if (free || c == own) {
                     if (dev_push(code, &level, c, st.held) < 0)
                         goto fail;
-                } else if (dev_push(code, &later, c, st.held | bit) < 0)
+                } else if (!pruned && dev_push(code, &later, c, st.held | bit) < 0)
                     goto fail;
             }
         }
