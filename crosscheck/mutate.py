@@ -120,9 +120,9 @@ def _points(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str, object]]:
                 yield stmt, "delete", f"delete loop statement at line {stmt.lineno}", (node, k)
 
 
-def mutants(module: str) -> list[Mutant]:
-    """Every mutation point of a module (path relative to the repository root)."""
-    tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+def mutants(module: str, source: Path = ROOT) -> list[Mutant]:
+    """Every mutation point of a module (path relative to the tree ``source``)."""
+    tree = ast.parse((source / module).read_text(encoding="utf-8"))
     out = []
     for index, (node, op, change, _) in enumerate(_points(tree)):
         out.append(Mutant(module, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
@@ -130,9 +130,9 @@ def mutants(module: str) -> list[Mutant]:
     return out
 
 
-def _mutated_source(mutant: Mutant) -> tuple[str, str]:
+def _mutated_source(mutant: Mutant, source: Path = ROOT) -> tuple[str, str]:
     """(original, mutated) source of the module, both unparsed from the AST."""
-    path = ROOT / mutant.module
+    path = source / mutant.module
     original = ast.unparse(ast.parse(path.read_text(encoding="utf-8")))
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for index, (node, op, _, payload) in enumerate(_points(tree)):
@@ -207,9 +207,10 @@ for comp in (compile_nnf(f), compile_dg(f, form="dg")):
 """
 
 
-def judge(mutant: Mutant, budget: float, workdir: str) -> Verdict:
-    """Apply a mutant to a copy of the packages and run the examples and a fuzz run on it."""
-    original, mutated = _mutated_source(mutant)
+def judge(mutant: Mutant, budget: float, workdir: str, source: Path = ROOT) -> Verdict:
+    """Apply a mutant to a copy of the packages (of the tree ``source``) and run the examples
+    and a fuzz run on it."""
+    original, mutated = _mutated_source(mutant, source)
     diff = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True),
                                         mutant.module, mutant.module + " (mutant)", n=1))
     verdict = Verdict(mutant.ident, mutant.module, mutant.operator, "survived", diff=diff)
@@ -219,7 +220,7 @@ def judge(mutant: Mutant, budget: float, workdir: str) -> Verdict:
     copy = Path(tempfile.mkdtemp(prefix="mutant-", dir=workdir))
     try:
         for package in ("core", "crosscheck"):
-            shutil.copytree(ROOT / package, copy / package,
+            shutil.copytree(source / package, copy / package,
                             ignore=shutil.ignore_patterns("__pycache__"))
         (copy / mutant.module).write_text(mutated, encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(copy), "RFCIRCUITS_PURE_PYTHON": "1",
@@ -270,16 +271,24 @@ def _run_group(command: list[str], cwd: Path, env: dict[str, str],
 
 def campaign(modules: list[str], sample: int | None, budget: float, jobs: int,
              seed: int) -> list[Verdict]:
-    """Judge a seeded sample of the modules' mutants (all of them without ``sample``)."""
-    pool = [m for module in modules for m in mutants(module)]
-    rng = random.Random(seed)
-    chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
+    """Judge a seeded sample of the modules' mutants (all of them without ``sample``).
+
+    The packages are copied once at the start and every mutant is made from that snapshot,
+    so edits to the working tree during a long campaign change neither the sample nor the
+    code a mutant is applied to."""
     known = equivalent_mutants()
     verdicts: list[Verdict] = []
     workdir = tempfile.mkdtemp(prefix="rfcircuits-mutate-")
     try:
+        snapshot = Path(workdir) / "snapshot"
+        for package in ("core", "crosscheck"):
+            shutil.copytree(ROOT / package, snapshot / package,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        pool = [m for module in modules for m in mutants(module, snapshot)]
+        rng = random.Random(seed)
+        chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as executor:
-            futures = {executor.submit(judge, m, budget, workdir): m for m in chosen}
+            futures = {executor.submit(judge, m, budget, workdir, snapshot): m for m in chosen}
             for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
                 verdict = future.result()
                 if verdict.status == "survived" and verdict.mutant in known:

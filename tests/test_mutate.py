@@ -52,3 +52,21 @@ def test_type_annotations_are_not_mutated():
     annotated = [i for i, text in enumerate(lines, start=1) if "progress: Callable" in text]
     assert annotated
     assert not [m.ident for m in mutants("core/classformula.py") if m.line in annotated]
+
+
+def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
+    # Mutants are made from a copy taken when the campaign starts, so editing the working
+    # tree during a long campaign cannot shift the sample or the code a mutant lands in.
+    from crosscheck import mutate
+
+    seen = []
+
+    def fake_judge(m, budget, workdir, source):
+        seen.append((source, (source / m.module).read_text(encoding="utf-8")))
+        return mutate.Verdict(m.ident, m.module, m.operator, "killed")
+
+    monkeypatch.setattr(mutate, "judge", fake_judge)
+    verdicts = mutate.campaign(["core/robustness.py"], 3, 1.0, 1, 0)
+    assert len(verdicts) == len(seen) == 3
+    text = (ROOT / "core/robustness.py").read_text(encoding="utf-8")
+    assert all(source != ROOT and copy == text for source, copy in seen)
