@@ -76,3 +76,22 @@ def test_demo_runs(capsys):
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "iris" in out and "NNF" in out
+
+
+def test_bench_explain_rows(tmp_path, capsys):
+    # Table 3/4 rows from scikit-learn's bundled iris and wine, written as the tables' CSVs.
+    from sklearn.datasets import load_iris, load_wine
+
+    for name, data in (("iris", load_iris()), ("wine-recog", load_wine())):
+        rows = [list(map(str, r)) + [str(t)] for r, t in zip(data.data, data.target)]
+        lines = [",".join([f"f{i}" for i in range(data.data.shape[1])] + ["target"])]
+        (tmp_path / f"{name}.csv").write_text("\n".join(lines + [",".join(r) for r in rows]))
+    assert main(["bench", "explain", "--data-dir", str(tmp_path), "--datasets",
+                 "iris,wine-recog", "--trees", "3", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["dataset"] for r in rows] == ["iris", "wine-recog"]
+    for r in rows:
+        assert r["t"] == 3 and r["c_nr"] > 0 and r["c_sr"] > 0 and r["r"] >= 1
+        assert r["paper_t_nr"] is None  # not the paper's configuration (#T differs)
+        assert r["t_sr_expand"] >= 0 and r["t_nr"] >= 0
+    assert "c_ce" not in rows[0] and rows[1]["c_ce"] > 0
