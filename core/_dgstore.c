@@ -83,10 +83,8 @@ typedef struct {
     size_t n_roots;
     int32_t *root_at; /* offsets of the roots */
     int32_t *code;
-    size_t n_index;   /* nodes laid out; each has an index below n_index */
-    uint32_t *stamp;  /* stamp[i] == epoch: head[i] is this search's */
-    int32_t *head;    /* per node, the last set expanded there (index in the links) */
-    uint32_t epoch;
+    size_t len;     /* of code */
+    uint32_t epoch; /* of the current search: a node whose stamp differs has no sets yet */
 } Layout;
 
 typedef struct {
@@ -612,7 +610,7 @@ typedef struct {
 typedef struct {
     DevLink *v;
     size_t n, cap;
-} Links; /* per node, the sets already expanded there, as linked lists from Layout.head */
+} Links; /* the sets expanded at a node, a linked list from the head in its layout header */
 
 static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
 {
@@ -624,9 +622,10 @@ static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
 }
 
 /* The graph below a root list laid out for the search: the nodes in depth-first preorder,
- * each at an offset of `code` as (feature, number of segments, index, then (end, child
- * offset) per segment, GAP kept), offsets 0 and 1 standing for false and true; the index
- * (preorder position) addresses the per-node arrays of the search. A class's graph is a
+ * each at an offset of `code` as (feature, number of segments, stamp, head, then (end,
+ * child offset) per segment, GAP kept), offsets 0 and 1 standing for false and true. Stamp
+ * and head are the search's per-node state (the epoch of the search that last expanded a
+ * set there, and that search's list of such sets), kept in the node's own cache line. A class's graph is a
  * small part of the store, scattered among the other classes' nodes; laid out contiguously
  * (parents beside a child) it is read with few cache misses. Built on first use per root
  * list, kept until collect renumbers the nodes. */
@@ -635,8 +634,6 @@ static void layout_free(Layout *L)
     PyMem_Free(L->roots);
     PyMem_Free(L->root_at);
     PyMem_Free(L->code);
-    PyMem_Free(L->stamp);
-    PyMem_Free(L->head);
     memset(L, 0, sizeof *L);
 }
 
@@ -661,7 +658,7 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
             continue;
         Node d = S->node[n];
         off[n] = (int32_t)end;
-        end += 3 + 2 * (int64_t)d.nseg;
+        end += 4 + 2 * (int64_t)d.nseg;
         if (end > INT32_MAX) {
             PyErr_SetString(PyExc_OverflowError, "graph too large for the deviation search");
             goto fail;
@@ -677,10 +674,7 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
     L->code = PyMem_Malloc((size_t)end * sizeof(int32_t));
     L->roots = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
     L->root_at = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
-    L->stamp = PyMem_Calloc(order.n ? order.n : 1, sizeof(uint32_t));
-    L->head = PyMem_Malloc((order.n ? order.n : 1) * sizeof(int32_t));
-    if (L->code == NULL || L->roots == NULL || L->root_at == NULL || L->stamp == NULL
-        || L->head == NULL) {
+    if (L->code == NULL || L->roots == NULL || L->root_at == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -690,14 +684,15 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
         int32_t *at = L->code + off[order.v[k]];
         at[0] = d.feat;
         at[1] = (int32_t)d.nseg;
-        at[2] = (int32_t)k;
+        at[2] = 0; /* stamp: no search yet (epochs start at 1) */
+        at[3] = -1;
         for (size_t i = 0; i < d.nseg; i++) {
             Seg g = S->segs[d.first + i];
-            at[3 + 2 * i] = g.end;
-            at[4 + 2 * i] = g.child == GAP ? GAP : off[g.child];
+            at[4 + 2 * i] = g.end;
+            at[5 + 2 * i] = g.child == GAP ? GAP : off[g.child];
         }
     }
-    L->n_index = order.n;
+    L->len = (size_t)end;
     memcpy(L->roots, roots, n_roots * sizeof(int32_t));
     for (size_t i = 0; i < n_roots; i++)
         L->root_at[i] = off[roots[i]];
@@ -734,15 +729,16 @@ static Layout *layout_for(Store *S, const int32_t *roots, size_t n_roots)
     return layout_build(S, roots, n_roots, L) < 0 ? NULL : L;
 }
 
-/* Record that `held` is expanded at the node with index i unless a subset of it already was:
- * returns 1 when recorded, 0 when dominated, -1 on error. */
-static int expanded_add(Layout *L, Links *E, int32_t i, uint64_t held)
+/* Record that `held` is expanded at the node at offset `node` unless a subset of it already
+ * was: returns 1 when recorded, 0 when dominated, -1 on error. */
+static int expanded_add(Layout *L, Links *E, int32_t node, uint64_t held)
 {
-    if (L->stamp[i] != L->epoch) {
-        L->stamp[i] = L->epoch;
-        L->head[i] = -1;
+    int32_t *at = L->code + node;
+    if ((uint32_t)at[2] != L->epoch) {
+        at[2] = (int32_t)L->epoch;
+        at[3] = -1;
     } else {
-        for (int32_t k = L->head[i]; k >= 0; k = E->v[k].next)
+        for (int32_t k = at[3]; k >= 0; k = E->v[k].next)
             if ((E->v[k].held & ~held) == 0)
                 return 0;
     }
@@ -752,8 +748,8 @@ static int expanded_add(Layout *L, Links *E, int32_t i, uint64_t held)
     }
     if (reserve((void **)&E->v, &E->cap, E->n + 1, sizeof(DevLink)) < 0)
         return -1;
-    E->v[E->n] = (DevLink){held, L->head[i]};
-    L->head[i] = (int32_t)E->n++;
+    E->v[E->n] = (DevLink){held, at[3]};
+    at[3] = (int32_t)E->n++;
     return 1;
 }
 
@@ -788,7 +784,8 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     if (L == NULL)
         goto fail;
     if (++L->epoch == 0) { /* wrapped: forget all stamps */
-        memset(L->stamp, 0, L->n_index * sizeof(uint32_t));
+        for (size_t o = 2; o < L->len; o += 4 + 2 * (size_t)L->code[o + 1])
+            L->code[o + 2] = 0;
         L->epoch = 1;
     }
     const int32_t *code = L->code;
@@ -809,8 +806,8 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
             }
             if (holds_found(found, n_found, st.held))
                 continue;
-            const int32_t *at = code + st.node, *seg = at + 3;
-            int added = expanded_add(L, &E, at[2], st.held);
+            const int32_t *at = code + st.node, *seg = at + 4;
+            int added = expanded_add(L, &E, st.node, st.held);
             if (added < 0)
                 goto fail;
             if (added == 0)
