@@ -76,7 +76,7 @@ typedef struct {
     size_t n, cap;
 } IntVec;
 
-#define N_LAYOUTS 32 /* cached search layouts (a few per class: NRs and CEs) */
+#define N_LAYOUTS 64 /* cached search layouts (two per class: NRs and CEs) */
 
 typedef struct {
     int32_t *roots; /* the root list it lays out (NULL: free slot) */
@@ -1292,10 +1292,51 @@ static void Store_dealloc(Store *S)
     Py_TYPE(S)->tp_free((PyObject *)S);
 }
 
+/* A root list as a PyMem array of node ids (*n of them); -1 on error. */
+static int roots_arg(Store *S, PyObject *obj, int32_t **roots, size_t *n)
+{
+    PyObject *seq = PySequence_Fast(obj, "roots must be a sequence of node ids");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    *roots = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(int32_t));
+    if (*roots == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < k; i++)
+        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &(*roots)[i]) < 0) {
+            Py_DECREF(seq);
+            PyMem_Free(*roots);
+            *roots = NULL;
+            return -1;
+        }
+    Py_DECREF(seq);
+    *n = (size_t)k;
+    return 0;
+}
+
+static PyObject *Store_prepare(Store *S, PyObject *arg)
+{
+    int32_t *roots = NULL;
+    size_t n_roots;
+    if (S->n_features > 64) /* the search of min_deviations runs in Python then */
+        Py_RETURN_NONE;
+    if (roots_arg(S, arg, &roots, &n_roots) < 0)
+        return NULL;
+    Layout *L = layout_for(S, roots, n_roots);
+    PyMem_Free(roots);
+    if (L == NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Store_min_deviations(Store *S, PyObject *args)
 {
-    PyObject *robj, *xobj, *rseq = NULL, *out = NULL;
+    PyObject *robj, *xobj, *out = NULL;
     int32_t *roots = NULL, *x = NULL;
+    size_t n_roots;
     uint64_t *found = NULL;
     size_t n_found = 0;
     if (!PyArg_ParseTuple(args, "OO:min_deviations", &robj, &xobj))
@@ -1304,8 +1345,7 @@ static PyObject *Store_min_deviations(Store *S, PyObject *args)
         PyErr_SetString(PyExc_OverflowError, "min_deviations packs feature sets in 64 bits");
         return NULL;
     }
-    rseq = PySequence_Fast(robj, "roots must be a sequence of node ids");
-    if (rseq == NULL || int_array(xobj, S->n_features, &x, "instance states") < 0)
+    if (int_array(xobj, S->n_features, &x, "instance states") < 0)
         goto done;
     for (Py_ssize_t f = 0; f < S->n_features; f++)
         if (x[f] >= S->n_states[f]) {
@@ -1313,16 +1353,8 @@ static PyObject *Store_min_deviations(Store *S, PyObject *args)
                          x[f], f);
             goto done;
         }
-    Py_ssize_t n_roots = PySequence_Fast_GET_SIZE(rseq);
-    roots = PyMem_Malloc((size_t)(n_roots ? n_roots : 1) * sizeof(int32_t));
-    if (roots == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n_roots; i++)
-        if (node_arg(S, PySequence_Fast_GET_ITEM(rseq, i), &roots[i]) < 0)
-            goto done;
-    if (min_deviations(S, roots, (size_t)n_roots, x, &found, &n_found) < 0)
+    if (roots_arg(S, robj, &roots, &n_roots) < 0
+        || min_deviations(S, roots, n_roots, x, &found, &n_found) < 0)
         goto done;
     out = PyList_New((Py_ssize_t)n_found);
     if (out == NULL)
@@ -1339,7 +1371,6 @@ done:
     PyMem_Free(found);
     PyMem_Free(roots);
     PyMem_Free(x);
-    Py_XDECREF(rseq);
     return out;
 }
 
@@ -1358,6 +1389,8 @@ static PyMethodDef Store_methods[] = {
     {"collect", (PyCFunction)Store_collect, METH_O,
      "collect(roots) -> new ids of the roots; keeps only the nodes below them, renumbered."},
     {"clear", (PyCFunction)Store_clear, METH_NOARGS, "clear(): drop Apply's computed tables."},
+    {"prepare", (PyCFunction)Store_prepare, METH_O,
+     "prepare(roots): lay out the graph below roots for min_deviations now (cached)."},
     {"min_deviations", (PyCFunction)Store_min_deviations, METH_VARARGS,
      "min_deviations(roots, x) -> minimal deviation sets of the paths to false (bitmasks)."},
     {NULL, NULL, 0, NULL},

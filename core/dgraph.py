@@ -154,6 +154,12 @@ class DG:
         """All node ids below the roots (roots included), ascending (= topological)."""
         return self.store.reachable(list(roots))
 
+    def prepare_search(self, roots: Sequence[int]) -> None:
+        """Do now the instance-independent part of :meth:`min_deviations` below ``roots``
+        (the C store's contiguous layout of the graph, built in one pass over it), so that
+        compiling, not the first explanation, pays for it."""
+        self.store.prepare(list(roots))
+
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """The feature sets (bitmasks, by size then value) of the prime implicates of the
         complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph (SPEC §3;

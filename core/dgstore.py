@@ -213,6 +213,10 @@ class PyStore:
         for table in self._computed:
             table.clear()
 
+    def prepare(self, roots: Sequence[int]) -> None:
+        """Ready the search of :meth:`min_deviations` below ``roots`` ahead of time: nothing
+        to do here (the C store lays the graph out contiguously)."""
+
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """See :func:`min_deviations`."""
         return min_deviations(self.feature, self.segments, roots, x)

@@ -72,10 +72,13 @@ class Explainer:
 
     @property
     def compiled(self) -> DGCompilation:
-        """Alg. 3B class formulas (compiled on first use)."""
+        """Alg. 3B class formulas (compiled on first use, each class's NR search prepared)."""
         if self._compiled is None:
-            self._compiled = compile_dg(self.forest, self.ties, "dg-conj", order=self.order)
-            self._apply = Apply(self._compiled.dg)
+            comp = compile_dg(self.forest, self.ties, "dg-conj", order=self.order)
+            for roots in comp.roots:
+                comp.dg.prepare_search(roots)
+            self._compiled = comp
+            self._apply = Apply(comp.dg)
         return self._compiled
 
     def negated_class(self, t: int) -> int:
@@ -87,6 +90,7 @@ class Explainer:
             for g in comp.roots[t]:
                 root = self._apply.conj(root, g)
             self._negated[t] = comp.dg.negate(root)
+            comp.dg.prepare_search([self._negated[t]])
         return self._negated[t]
 
     def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,

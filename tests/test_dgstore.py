@@ -18,7 +18,7 @@ from functools import partial, reduce
 
 import pytest
 
-from core import dgcompile, dgraph
+from core import dgcompile, dgraph, dgstore
 from core.apply import AND, OR, Apply
 from core.dgcompile import compile_dg
 from core.dgraph import DG, FALSE, TRUE
@@ -89,6 +89,8 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
             some = rng.sample(nodes, min(3, len(nodes)))
             x = [rng.randrange(f.n_states) for f in features]
             trace.append(dg.reachable(some))
+            if rng.random() < 0.5:
+                dg.prepare_search(some)
             trace.append(dg.min_deviations(some, x))
             continue
         else:  # garbage collection keeps the leaves and a random half, with their functions
@@ -141,6 +143,25 @@ def test_min_deviations_on_retests(monkeypatch, backend):
     assert dg.min_deviations([root], [0, 0]) == [1 << a]
     assert dg.min_deviations([root], [0, 1]) == [1 << a]
     assert dg.min_deviations([root], [1, 1]) == [0]
+
+
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
+def test_min_deviations_with_more_root_lists_than_cached_layouts(monkeypatch):
+    # The C store keeps a bounded number of search layouts; older ones are rebuilt on demand.
+    monkeypatch.setattr(dgraph, "BACKEND", "c")
+    rng = random.Random(11)
+    f = random_forest(rng, Limits(max_features=4, max_states=6, max_trees=10, max_classes=3,
+                                  max_depth=5))
+    comp = compile_dg(f, "first", "dg-conj")
+    dg = comp.dg
+    nodes = [n for n in dg.reachable([r for roots in comp.roots for r in roots]) if n > TRUE]
+    pairs = [[a, b] for a in nodes for b in nodes if a < b]
+    assert len(pairs) > 200
+    for _ in range(2):
+        for roots in pairs[:200]:
+            x = [rng.randrange(ft.n_states) for ft in f.features]
+            assert dg.min_deviations(roots, x) == dgstore.min_deviations(
+                dg.feature, dg.store.segments, roots, x)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
