@@ -70,3 +70,12 @@ def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
     assert len(verdicts) == len(seen) == 3
     text = (ROOT / "core/robustness.py").read_text(encoding="utf-8")
     assert all(source != ROOT and copy == text for source, copy in seen)
+
+
+def test_every_listed_equivalent_mutant_exists():
+    # An id left behind when its module changes would silently stop excusing anything (or,
+    # worse, excuse a different mutant that moved onto its line).
+    from crosscheck.mutate import DEFAULT_MODULES, equivalent_mutants
+
+    ids = {m.ident for module in DEFAULT_MODULES for m in mutants(module)}
+    assert sorted(set(equivalent_mutants()) - ids) == []
