@@ -625,10 +625,10 @@ static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
  * each at an offset of `code` as (feature, number of segments, stamp, head, then (end,
  * child offset) per segment, GAP kept), offsets 0 and 1 standing for false and true. Stamp
  * and head are the search's per-node state (the epoch of the search that last expanded a
- * set there, and that search's list of such sets), kept in the node's own cache line. A class's graph is a
- * small part of the store, scattered among the other classes' nodes; laid out contiguously
- * (parents beside a child) it is read with few cache misses. Built on first use per root
- * list, kept until collect renumbers the nodes. */
+ * set there, and that search's list of such sets), kept in the node's own cache line. A
+ * class's graph is a small part of the store, scattered among the other classes' nodes;
+ * laid out contiguously (parents beside a child) it is read with few cache misses. Built by
+ * prepare or on first use per root list, kept until collect renumbers the nodes. */
 static void layout_free(Layout *L)
 {
     PyMem_Free(L->roots);
@@ -869,6 +869,23 @@ static int node_arg(Store *S, PyObject *obj, int32_t *out)
     return 0;
 }
 
+/* Append the node ids of a root list to *out (the caller frees out->v); -1 on error. */
+static int roots_arg(Store *S, PyObject *obj, IntVec *out)
+{
+    PyObject *seq = PySequence_Fast(obj, "roots must be a sequence of node ids");
+    if (seq == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int32_t n;
+        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0 || vec_push(out, n) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static int feature_arg(Store *S, PyObject *obj, int32_t *out)
 {
     long f = PyLong_AsLong(obj);
@@ -1053,21 +1070,14 @@ static int reset_computed(Store *S)
  * never above its old ones, and a node's children are renumbered before it. */
 static PyObject *Store_collect(Store *S, PyObject *arg)
 {
-    PyObject *seq = PySequence_Fast(arg, "roots must be a sequence of node ids");
-    if (seq == NULL)
-        return NULL;
-    Py_ssize_t n_roots = PySequence_Fast_GET_SIZE(seq);
     IntVec roots = {NULL, 0, 0}, keep = {NULL, 0, 0};
     int32_t *map = NULL;
     Slot *unique = NULL;
     Table fresh[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     PyObject *out = NULL;
+    if (roots_arg(S, arg, &roots) < 0)
+        goto done;
     layouts_clear(S); /* node ids change */
-    for (Py_ssize_t i = 0; i < n_roots; i++) {
-        int32_t n;
-        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0 || vec_push(&roots, n) < 0)
-            goto done;
-    }
     uint32_t ep = next_epoch(S);
     for (int32_t leaf = 0; leaf < 2; leaf++) {
         S->mark[leaf] = ep;
@@ -1096,9 +1106,9 @@ static PyObject *Store_collect(Store *S, PyObject *arg)
     for (size_t i = 0; i < count; i++)
         map[keep.v[i]] = (int32_t)i;
     if (table_init(&fresh[0], MIN_TABLE) < 0 || table_init(&fresh[1], MIN_TABLE) < 0
-        || (out = PyList_New(n_roots)) == NULL)
+        || (out = PyList_New((Py_ssize_t)roots.n)) == NULL)
         goto done;
-    for (Py_ssize_t i = 0; i < n_roots; i++) {
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)roots.n; i++) {
         PyObject *id = PyLong_FromLong(map[roots.v[i]]);
         if (id == NULL) {
             Py_CLEAR(out);
@@ -1148,7 +1158,6 @@ done:
     PyMem_Free(unique);
     PyMem_Free(fresh[0].slots);
     PyMem_Free(fresh[1].slots);
-    Py_DECREF(seq);
     return out;
 }
 
@@ -1292,41 +1301,13 @@ static void Store_dealloc(Store *S)
     Py_TYPE(S)->tp_free((PyObject *)S);
 }
 
-/* A root list as a PyMem array of node ids (*n of them); -1 on error. */
-static int roots_arg(Store *S, PyObject *obj, int32_t **roots, size_t *n)
-{
-    PyObject *seq = PySequence_Fast(obj, "roots must be a sequence of node ids");
-    if (seq == NULL)
-        return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-    *roots = PyMem_Malloc((size_t)(k ? k : 1) * sizeof(int32_t));
-    if (*roots == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < k; i++)
-        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &(*roots)[i]) < 0) {
-            Py_DECREF(seq);
-            PyMem_Free(*roots);
-            *roots = NULL;
-            return -1;
-        }
-    Py_DECREF(seq);
-    *n = (size_t)k;
-    return 0;
-}
-
 static PyObject *Store_prepare(Store *S, PyObject *arg)
 {
-    int32_t *roots = NULL;
-    size_t n_roots;
+    IntVec roots = {NULL, 0, 0};
     if (S->n_features > 64) /* the search of min_deviations runs in Python then */
         Py_RETURN_NONE;
-    if (roots_arg(S, arg, &roots, &n_roots) < 0)
-        return NULL;
-    Layout *L = layout_for(S, roots, n_roots);
-    PyMem_Free(roots);
+    Layout *L = roots_arg(S, arg, &roots) < 0 ? NULL : layout_for(S, roots.v, roots.n);
+    PyMem_Free(roots.v);
     if (L == NULL)
         return NULL;
     Py_RETURN_NONE;
@@ -1335,8 +1316,8 @@ static PyObject *Store_prepare(Store *S, PyObject *arg)
 static PyObject *Store_min_deviations(Store *S, PyObject *args)
 {
     PyObject *robj, *xobj, *out = NULL;
-    int32_t *roots = NULL, *x = NULL;
-    size_t n_roots;
+    IntVec roots = {NULL, 0, 0};
+    int32_t *x = NULL;
     uint64_t *found = NULL;
     size_t n_found = 0;
     if (!PyArg_ParseTuple(args, "OO:min_deviations", &robj, &xobj))
@@ -1353,8 +1334,8 @@ static PyObject *Store_min_deviations(Store *S, PyObject *args)
                          x[f], f);
             goto done;
         }
-    if (roots_arg(S, robj, &roots, &n_roots) < 0
-        || min_deviations(S, roots, n_roots, x, &found, &n_found) < 0)
+    if (roots_arg(S, robj, &roots) < 0
+        || min_deviations(S, roots.v, roots.n, x, &found, &n_found) < 0)
         goto done;
     out = PyList_New((Py_ssize_t)n_found);
     if (out == NULL)
@@ -1369,7 +1350,7 @@ static PyObject *Store_min_deviations(Store *S, PyObject *args)
     }
 done:
     PyMem_Free(found);
-    PyMem_Free(roots);
+    PyMem_Free(roots.v);
     PyMem_Free(x);
     return out;
 }
