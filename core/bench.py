@@ -212,11 +212,11 @@ def bench_explain(args: argparse.Namespace) -> int:
     Times are per explained instance (up to 100 test rows) and exclude compiling the class
     formulas (reported as ``t_compile``) and computing CR/GR (``t_cr``), as in the paper;
     ``t_nr`` and ``t_ce`` (per target class) search the graphs directly, so they are all of
-    the NRs' and CEs' work; ``t_sr`` is the default SR method, the minimal hitting sets of the NRs (which it needs:
-    add ``t_nr``), ``t_sr_expand`` bottom-up expansion of CR, over the first
-    ``EXPAND_INSTANCES`` instances only (it builds CR again and is the slow method on large
-    graphs, where it would dominate the run); ``t_ce`` is per target class. Each explanation
-    is timed with the garbage collector off (:func:`_no_gc`)."""
+    the NRs' and CEs' work; ``t_sr`` is the default SR method, the minimal hitting sets of
+    the NRs (which it needs: add ``t_nr``), ``t_sr_expand`` bottom-up expansion of CR, over
+    the first ``EXPAND_INSTANCES`` instances only (it builds CR again and is the slow method
+    on large graphs, where it would dominate the run). Each explanation is timed with the
+    garbage collector off (:func:`_no_gc`)."""
     from core.explain import Explainer, Timings
 
     table3 = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
@@ -280,8 +280,10 @@ def bench_explain(args: argparse.Namespace) -> int:
         if multi:
             ref4 = paper.TABLE4[name]
             targets = max(1, timing.ce_targets)
-            ce = {"t_ce": round(timing.ce / targets, 6), "paper_t_ce": ref4["T_CE"] if same else None,
-                  "c_ce": round(counts["ce"] / targets, 2), "paper_c_ce": ref4["C_CE"] if same else None}
+            ce = {"t_ce": round(timing.ce / targets, 6),
+                  "paper_t_ce": ref4["T_CE"] if same else None,
+                  "c_ce": round(counts["ce"] / targets, 2),
+                  "paper_c_ce": ref4["C_CE"] if same else None}
             if args.json:
                 row.update(ce)
             else:

@@ -9,9 +9,9 @@ returns an immutable :class:`core.explanation.Explanation`:
 - CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
 - NRs: prime implicates of CR, read off the graph as its minimal deviation sets
   (:meth:`core.dgraph.DG.min_deviations`, without building CR); SRs: prime implicants of CR,
-  as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: the NRs are computed anyway, and on the forests of
-  ``bench explain`` it is the faster method) or by bottom-up expansion of CR (``"expand"``)
-  (:mod:`core.primes`);
+  as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: on the forests
+  of ``bench explain`` it is the faster method) or by bottom-up expansion of CR
+  (``"expand"``) (:mod:`core.primes`);
 - GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`);
 - robustness and the shortest GNRs: Alg. 5–7 (:mod:`core.robustness`);
 - CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
@@ -112,19 +112,21 @@ class Explainer:
             full = dg.full
             nnf = NNF(forest.features)
             roots = comp.roots[decision]
-            method = sr_method or self.sr_method
-            # NRs (and the dual SRs) come from the graph itself; the CR is built only for
-            # the stages that walk it.
-            expand = method == "expand" and bool({"sr", "gsr"} & set(what))
-            needs_cr = expand or bool({"robust", "flips"} & set(what))
+            wanted = set(what)
+            srs = bool({"sr", "gsr"} & wanted)
+            expand = srs and (sr_method or self.sr_method) == "expand"
+            # NRs (and the dual SRs) come from the graph itself; each reason is built only
+            # for the stages that walk it.
+            needs_cr = expand or bool({"robust", "flips"} & wanted)
             cr = complete_reason(dg, roots, x, nnf) if needs_cr else None
-            gr = general_reason(dg, roots, x, nnf) if {"gsr", "gnr", "flips"} & set(what) else None
+            gr = general_reason(dg, roots, x, nnf) if {"gsr", "gnr", "flips"} & wanted else None
             clock.lap("reasons")
-            nr_sets = dg.min_deviations(roots, x)
+            needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand)
+            nr_sets = dg.min_deviations(roots, x) if needs_nr else []
             if "nr" in what:
                 fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
             clock.lap("nr")
-            if "sr" in what or "gsr" in what:
+            if srs:
                 if expand:
                     assert cr is not None
                     sr_sets = implicants(nnf, cr)
