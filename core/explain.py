@@ -12,8 +12,11 @@ returns an immutable :class:`core.explanation.Explanation`:
   as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: on the forests
   of ``bench explain`` it is the faster method) or by bottom-up expansion of CR
   (``"expand"``) (:mod:`core.primes`);
-- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`);
-- robustness and the shortest GNRs: Alg. 5–7 (:mod:`core.robustness`);
+- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`),
+  on the GSRs' full GR, otherwise on the part of GR whose clauses fit an NR's features;
+- robustness and its feature sets ``V``: the shortest NRs (``robust_method="search"``, the
+  default: no CR needed) or Alg. 5 on CR (``"alg5"``); the shortest GNRs: Alg. 6–7 on the
+  part of GR whose clauses fit a set of ``V`` (:mod:`core.robustness`);
 - CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
   again as minimal deviation sets, of the graph of ``¬R^t``.
 """
@@ -33,10 +36,11 @@ from core.general import gnrs, gsrs
 from core.nnf import NNF
 from core.primes import hitting_sets, implicants
 from core.reasons import complete_reason, general_reason
-from core.robustness import robustness, shortest_gnrs
+from core.robustness import robustness, shortest_gnrs, shortest_sets
 from core.terms import simple
 
 SR_METHODS = ("expand", "dual")
+ROBUST_METHODS = ("alg5", "search")
 
 
 @dataclass
@@ -59,12 +63,15 @@ class Explainer:
     """Formal explanations of a forest's decisions (SPEC §3, §5)."""
 
     def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
-                 order: str = "auto") -> None:
+                 order: str = "auto", robust_method: str = "search") -> None:
         if sr_method not in SR_METHODS:
             raise ValueError(f"sr_method must be one of {SR_METHODS}")
+        if robust_method not in ROBUST_METHODS:
+            raise ValueError(f"robust_method must be one of {ROBUST_METHODS}")
         self.forest = forest
         self.ties = check_ties(ties)
         self.sr_method = sr_method
+        self.robust_method = robust_method
         self.order = order
         self._compiled: DGCompilation | None = None
         self._apply: Apply | None = None
@@ -94,10 +101,12 @@ class Explainer:
         return self._negated[t]
 
     def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,
-                timings: Timings | None = None, sr_method: str | None = None) -> Explanation:
+                timings: Timings | None = None, sr_method: str | None = None,
+                robust_method: str | None = None) -> Explanation:
         """Every requested field of SPEC §5 for instance ``x`` (state indices).
 
-        ``timings`` accumulates seconds per stage; ``sr_method`` overrides the explainer's."""
+        ``timings`` accumulates seconds per stage; ``sr_method`` and ``robust_method``
+        override the explainer's."""
         forest = self.forest
         what = tuple(k for k in ALL_WHAT if k in what)
         votes = forest.votes(x)
@@ -115,17 +124,17 @@ class Explainer:
             wanted = set(what)
             srs = bool({"sr", "gsr"} & wanted)
             expand = srs and (sr_method or self.sr_method) == "expand"
-            # NRs (and the dual SRs) come from the graph itself; each reason is built only
-            # for the stages that walk it.
-            needs_cr = expand or bool({"robust", "flips"} & wanted)
-            cr = complete_reason(dg, roots, x, nnf) if needs_cr else None
-            gr = general_reason(dg, roots, x, nnf) if {"gsr", "gnr", "flips"} & wanted else None
-            clock.lap("reasons")
-            needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand)
+            robust = bool({"robust", "flips"} & wanted)
+            alg5 = robust and (robust_method or self.robust_method) == "alg5"
+            # NRs (and the dual SRs, and robustness) come from the graph itself; CR is built
+            # only for the stages that walk it.
+            needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand) or (robust and not alg5)
             nr_sets = dg.min_deviations(roots, x) if needs_nr else []
             if "nr" in what:
                 fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
             clock.lap("nr")
+            cr = complete_reason(dg, roots, x, nnf) if expand or alg5 else None
+            clock.lap("reasons")
             if srs:
                 if expand:
                     assert cr is not None
@@ -135,24 +144,31 @@ class Explainer:
                 if "sr" in what:
                     fields["sufficient_reasons"] = Explanation.sets(simple(x, v) for v in sr_sets)
                 clock.lap("sr")
-                if "gsr" in what:
-                    assert gr is not None and nnf.is_or_decomposable([gr])
-                    fields["general_sufficient_reasons"] = Explanation.sets(gsrs(nnf, gr, sr_sets))
-                    clock.lap("gsr")
-            if "gnr" in what:
-                assert gr is not None
-                fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))
-                clock.lap("gnr")
-            if "robust" in what or "flips" in what:
-                assert cr is not None
-                r, shortest = robustness(nnf, cr)
+            shortest: list[int] = []
+            if robust:
+                if alg5:
+                    assert cr is not None
+                    r, shortest = robustness(nnf, cr)
+                else:
+                    r, shortest = shortest_sets(nr_sets)
                 fields["robustness"] = r
                 clock.lap("robust")
-                if "flips" in what:
-                    assert gr is not None
-                    fields["shortest_flips"] = Explanation.sets(
-                        shortest_gnrs(nnf, gr, shortest, full))
-                    clock.lap("flips")
+            # GR in full for the GSRs; otherwise only its clauses that can matter: those on
+            # the features of an NR (GNRs) or of a shortest one (flips).
+            if {"gsr", "gnr", "flips"} & wanted:
+                within = None if "gsr" in wanted else nr_sets if "gnr" in wanted else shortest
+                gr = general_reason(dg, roots, x, nnf, within)
+                clock.lap("reasons")
+            if "gsr" in what:
+                assert nnf.is_or_decomposable([gr])
+                fields["general_sufficient_reasons"] = Explanation.sets(gsrs(nnf, gr, sr_sets))
+                clock.lap("gsr")
+            if "gnr" in what:
+                fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))
+                clock.lap("gnr")
+            if "flips" in what:
+                fields["shortest_flips"] = Explanation.sets(shortest_gnrs(nnf, gr, shortest, full))
+                clock.lap("flips")
             if "ce" in what:
                 ces = []
                 for t in range(len(forest.classes)):

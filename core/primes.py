@@ -78,19 +78,32 @@ def implicants(nnf: NNF, root: int) -> list[int]:
 
 
 def hitting_sets(family: Iterable[int]) -> list[int]:
-    """Minimal hitting sets of a family of feature sets (Berge's dualisation).
+    """Minimal hitting sets of a family of feature sets (Berge's dualisation), sorted by size
+    then value.
 
     The minimal hitting sets of the prime implicates of a monotone formula are its prime
     implicants. No set to hit gives ``[0]`` (the empty set); an empty set to hit gives ``[]``.
-    """
+
+    Adding an edge ``e`` keeps the sets ``k`` that hit it and extends each set ``h`` that
+    misses it by each ``f ∈ e``. No minimisation pass is needed: ``h ∪ {f}`` is not minimal
+    only when it contains a kept ``k`` — and then ``f ∈ k``, as ``k ⊄ h``; the extensions are
+    pairwise incomparable (``h ∪ {f} ⊆ h' ∪ {f'}`` forces ``f = f'`` as ``f ∉ h'``, then
+    ``h ⊆ h'``), and no kept set lies inside an extension's ``h``."""
     hits = [0]
     for edge in sorted(set(family), key=lambda s: (s.bit_count(), s)):
         if edge == 0:
             return []
-        keep = [h for h in hits if h & edge]
-        grow = [h | (1 << f) for h in hits if not h & edge for f in bits(edge)]
-        hits = minimal(keep + grow)
-    return hits
+        keep, miss = [], []
+        for h in hits:
+            (keep if h & edge else miss).append(h)
+        grown = []
+        if miss:
+            for f in bits(edge):
+                b = 1 << f
+                with_f = [k for k in keep if k & b]
+                grown.extend(h | b for h in miss if not any(k & ~(h | b) == 0 for k in with_f))
+        hits = keep + grown
+    return sorted(hits, key=lambda s: (s.bit_count(), s))
 
 
 def bits(v: int) -> list[int]:

@@ -50,20 +50,62 @@ def complete_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF) ->
     return nnf.conj(value[r] for r in roots)
 
 
-def general_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF) -> int:
-    """The general reason of ``∧ roots`` at ``x``, as an NNF node."""
-    value: dict[int, int] = {DG_FALSE: FALSE, DG_TRUE: TRUE}
-    for n in dg.reachable(roots):
-        if n <= DG_TRUE:
-            continue
+def general_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF,
+                   within: Sequence[int] | None = None) -> int:
+    """The general reason of ``∧ roots`` at ``x``, as an NNF node.
+
+    With ``within`` (feature sets), only the part of it whose clauses fit one of them. The
+    closed form's CNF has one clause per path to false: the literals of the branches it takes
+    away from ``x`` (on the features where ``x`` deviates). A walk from the roots that keeps
+    the features deviated so far leaves a branch out once they fit no set of ``within``
+    (features only accumulate), so what it builds is the conjunction of exactly the clauses
+    that fit — what Alg. 6 keeps — and it visits only the nodes such paths reach. Without
+    ``within`` nothing is left out and the deviated features are not kept (always 0)."""
+    sets = None if within is None else list(dict.fromkeys(within))
+    fitting: dict[int, bool] = {}
+
+    def fits(features: int) -> bool:
+        ok = fitting.get(features)
+        if ok is None:
+            ok = fitting[features] = any(features & ~u == 0 for u in sets or ())
+        return ok
+
+    def operands(n: int, deviated: int) -> list[tuple[int, int, int]]:
+        """``(state mask, child, deviated below)`` of each branch of ``n`` kept."""
         f = dg.feature[n]
         bit = 1 << x[f]
-        full = dg.full[f]
-        parts = []
+        out = []
         for mask, child in dg.branches[n]:
             if mask & bit:
-                parts.append(value[child])
-            else:
-                parts.append(nnf.or2(nnf.literal(f, full & ~mask), value[child]))
-        value[n] = nnf.conj(parts)
-    return nnf.conj(value[r] for r in roots)
+                out.append((mask, child, deviated))
+            elif sets is None:
+                out.append((mask, child, 0))
+            elif fits(deviated | 1 << f):
+                out.append((mask, child, deviated | 1 << f))
+        return out
+
+    value: dict[tuple[int, int], int] = {}
+    kept: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    stack = [(r, 0) for r in roots]
+    while stack:
+        key = stack[-1]
+        n, deviated = key
+        if key in value:
+            stack.pop()
+        elif n <= DG_TRUE:
+            value[key] = FALSE if n == DG_FALSE else TRUE
+            stack.pop()
+        else:
+            if key not in kept:
+                kept[key] = operands(n, deviated)
+                missing = [(c, d) for _, c, d in kept[key] if (c, d) not in value]
+                if missing:
+                    stack.extend(missing)
+                    continue
+            stack.pop()
+            f = dg.feature[n]
+            bit = 1 << x[f]
+            value[key] = nnf.conj(value[c, d] if m & bit else
+                                  nnf.or2(nnf.literal(f, dg.full[f] & ~m), value[c, d])
+                                  for m, c, d in kept.pop(key))
+    return nnf.conj(value[r, 0] for r in roots)

@@ -4,6 +4,10 @@
   NNF node the length ``r`` of its shortest prime implicates and the set ``V`` of their
   feature sets — ``true``: (∞, ∅); ``false``: (0, {∅}); a literal: (1, {{X}}); ∧: the smaller
   ``r`` (both ``V`` on a tie); ∨: ``r1 + r2`` and pairwise unions. One pass, linear.
+- :func:`shortest_sets` reads the same ``(r, V)`` off the NRs: a flip changes the features
+  of some NR (it violates the NR), and each NR's features can be changed into a flip, so
+  ``r`` is the size of the shortest NRs and ``V`` their feature sets (the paper's
+  Proposition on shortest NRs).
 - :func:`shortest_gnrs` is Alg. 6–7: the GNRs on the feature sets ``V`` (see
   :mod:`core.general`).
 - :func:`flips` enumerates the concrete shortest flips: the violations of the shortest GNRs
@@ -45,6 +49,14 @@ def robustness(nnf: NNF, cr: int) -> tuple[int | None, list[int]]:
             value[n] = (r, sets)
     r, sets = value[cr]
     return (None, []) if r == INFINITY else (int(r), sets)
+
+
+def shortest_sets(nr_sets: Sequence[int]) -> tuple[int | None, list[int]]:
+    """``(r, V)`` from the feature sets of all NRs; ``r`` is None when there is none."""
+    if not nr_sets:
+        return None, []
+    r = min(v.bit_count() for v in nr_sets)
+    return r, [v for v in nr_sets if v.bit_count() == r]
 
 
 def shortest_gnrs(nnf: NNF, gr: int, shortest: Sequence[int], full: Sequence[int]) -> list[Clause]:

@@ -19,6 +19,7 @@ the native engine or of an oracle are disagreements too.
 
 from __future__ import annotations
 
+import itertools
 import random
 import traceback
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from typing import Any
 from core.classformula import compile_nnf
 from core.dgcompile import compile_dg
 from core.errors import InputError
-from core.explain import SR_METHODS, Explainer
+from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
 from core.robustness import flips
@@ -286,14 +287,18 @@ class Crosscheck:
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT) -> None:
         explainer = Explainer(self.forest, self.ties)
-        # On small forests both SR methods face the oracles, alternating over the instances;
-        # on large ones the default method (what users get) alone.
+        # On small forests every pair of SR and robustness methods faces the oracles, chosen
+        # per instance (by its states: fuzz cases have three instances); on large ones the
+        # defaults (what users get) alone.
         small = len(self.forest.trees) * self.forest.n_worlds() <= ALG4_LIMIT
+        pairs = list(itertools.product(SR_METHODS, ROBUST_METHODS))
         for i, x in enumerate(instances):
             shown = instance_to_json(self.forest, x)
-            method = SR_METHODS[i % len(SR_METHODS)] if small else explainer.sr_method
+            method, robust = (pairs[(i + sum(x)) % len(pairs)] if small
+                              else (explainer.sr_method, explainer.robust_method))
             ours = self._guard("explain", ("native", "-"), shown,
-                               lambda: explainer.explain(x, what, sr_method=method))
+                               lambda: explainer.explain(x, what, sr_method=method,
+                                                         robust_method=robust))
             if ours is None:
                 continue
             mine = ours.to_json()

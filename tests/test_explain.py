@@ -3,13 +3,14 @@ brute-force oracle."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.explain import Explainer
+from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, Explanation
 from core.nnf import NNF
 from core.dgcompile import compile_dg
@@ -29,8 +30,8 @@ LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 def check_answers(doc, inst, answers):
     f = forest(doc)
     x = instance(f, inst)
-    for method in ("expand", "dual"):
-        e = Explainer(f, sr_method=method).explain(x)
+    for method, robust in itertools.product(SR_METHODS, ROBUST_METHODS):
+        e = Explainer(f, sr_method=method, robust_method=robust).explain(x)
         assert f.classes[e.decision] == answers["decision"]
         for key, value in answers.items():
             if key == "decision":
@@ -54,12 +55,16 @@ def test_flip_example():
 
 @settings(max_examples=200, deadline=None)
 @given(forest_and_instance(LIMITS), st.sampled_from(["first", "all"]),
-       st.sampled_from(["expand", "dual"]))
-def test_every_field_equals_brute_force(case, ties, method):
+       st.sampled_from(SR_METHODS), st.sampled_from(ROBUST_METHODS))
+def test_every_field_equals_brute_force(case, ties, method, robust):
     f, x = case
-    ours = Explainer(f, ties, sr_method=method).explain(x)
-    truth = BruteForce(f, ties).explain(x)
-    assert ours.to_json() == truth.to_json()
+    explainer = Explainer(f, ties, sr_method=method, robust_method=robust)
+    brute = BruteForce(f, ties)
+    assert explainer.explain(x).to_json() == brute.explain(x).to_json()
+    # Without GSRs, GR is built only where its clauses fit an NR's (GNRs) or a shortest NR's
+    # (flips) features; robustness without NRs is Alg. 5's or the NR search's alone.
+    for what in (("nr", "gnr", "robust", "flips"), ("robust", "flips"), ("robust",)):
+        assert explainer.explain(x, what).to_json() == brute.explain(x, what).to_json()
 
 
 @settings(max_examples=60, deadline=None)

@@ -22,7 +22,7 @@ ORIGINAL = Explainer.explain
 
 def planted(change):
     """An Explainer.explain that returns a corrupted explanation."""
-    def explain(self, x, what=None, timings=None, sr_method=None):
+    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None):
         e = ORIGINAL(self, x, what) if what is not None else ORIGINAL(self, x)
         return change(e)
     return explain
