@@ -70,6 +70,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf")
     p.add_argument("--trees", type=int, help="override the tables' number of trees")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--expand", type=int, default=10, metavar="N",
+                   help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
 
