@@ -212,8 +212,9 @@ def bench_explain(args: argparse.Namespace) -> int:
     formulas (reported as ``t_compile``), as in the paper; ``t_nr`` and ``t_ce`` (per target
     class) search the graphs directly, so they are all of the NRs' and CEs' work; ``t_sr`` is
     the default SR method, the minimal hitting sets of the NRs (which it needs: add
-    ``t_nr``); robustness and ``V`` are read off the NRs. ``t_sgnr`` is Alg. 6–7 including
-    the part of GR they need (the paper excludes building GR). ``t_sr_expand`` is bottom-up
+    ``t_nr``); robustness and ``V`` are read off the NRs. ``t_sgnr`` is Alg. 6–7 on GR,
+    excluding building GR as the paper does; ``t_gr`` is building the part of GR they need
+    (its clauses on the shortest NRs' features). ``t_sr_expand`` is bottom-up
     expansion of CR and ``t_cr`` building CR for it, over the first ``--expand`` instances
     only (the slow method on large graphs, where it would dominate the run). Each
     explanation is timed with the garbage collector off (:func:`_no_gc`)."""
@@ -221,6 +222,7 @@ def bench_explain(args: argparse.Namespace) -> int:
 
     table3 = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
                     ("a", "%A", 6), ("t_compile", "T_comp", 7), ("t_cr", "T_CR", 7),
+                    ("t_gr", "T_GR", 7),
                     ("t_sr", "T_SR", 8), ("paper_t_sr", "paper", 7),
                     ("t_sr_expand", "T_SRexp", 8), ("c_sr", "#C_SR", 7), ("paper_c_sr", "paper", 7),
                     ("t_nr", "T_NR", 8), ("paper_t_nr", "paper", 7), ("c_nr", "#C_NR", 7),
@@ -283,7 +285,8 @@ def bench_explain(args: argparse.Namespace) -> int:
         row.update(pair("t_nr", round(timing.nr / n, 6), "T_NR"))
         row.update(pair("c_nr", round(counts["nr"] / n, 2), "C_NR"))
         row.update(pair("r", round(counts["r"] / max(1, counts["robust"]), 2), "r"))
-        row.update(pair("t_sgnr", round((timing.reasons + timing.flips) / n, 6), "T_sGNR"))
+        row["t_gr"] = round(timing.reasons / n, 6)
+        row.update(pair("t_sgnr", round(timing.flips / n, 6), "T_sGNR"))
         row.update(pair("c_sgnr", round(counts["sgnr"] / n, 2), "C_sGNR"))
         if multi:
             ref4 = paper.TABLE4[name]

@@ -8,7 +8,7 @@ of feature sets are kept as lists of bitmasks without supersets (:func:`minimal`
   (:meth:`core.dgraph.DG.min_deviations`), without building the complete reason.
 - Prime implicants (SRs), two ways: bottom-up expansion (a literal gives ``{X}``, ``true``
   the empty term, ``false`` none; ∨ unites, ∧ takes pairwise unions, both minimised) or
-  dualisation: the SRs are the minimal hitting sets of the NRs (Berge's algorithm).
+  dualisation: the SRs are the minimal hitting sets of the NRs (MMCS).
   ``rfcircuits bench explain`` reports both.
 """
 
@@ -78,32 +78,61 @@ def implicants(nnf: NNF, root: int) -> list[int]:
 
 
 def hitting_sets(family: Iterable[int]) -> list[int]:
-    """Minimal hitting sets of a family of feature sets (Berge's dualisation), sorted by size
-    then value.
+    """Minimal hitting sets of a family of feature sets, sorted by size then value.
 
     The minimal hitting sets of the prime implicates of a monotone formula are its prime
     implicants. No set to hit gives ``[0]`` (the empty set); an empty set to hit gives ``[]``.
 
-    Adding an edge ``e`` keeps the sets ``k`` that hit it and extends each set ``h`` that
-    misses it by each ``f ∈ e``. No minimisation pass is needed: ``h ∪ {f}`` is not minimal
-    only when it contains a kept ``k`` — and then ``f ∈ k``, as ``k ⊄ h``; the extensions are
-    pairwise incomparable (``h ∪ {f} ⊆ h' ∪ {f'}`` forces ``f = f'`` as ``f ∉ h'``, then
-    ``h ⊆ h'``), and no kept set lies inside an extension's ``h``."""
-    hits = [0]
-    for edge in sorted(set(family), key=lambda s: (s.bit_count(), s)):
-        if edge == 0:
-            return []
-        keep, miss = [], []
-        for h in hits:
-            (keep if h & edge else miss).append(h)
-        grown = []
-        if miss:
-            for f in bits(edge):
-                b = 1 << f
-                with_f = [k for k in keep if k & b]
-                grown.extend(h | b for h in miss if not any(k & ~(h | b) == 0 for k in with_f))
-        hits = keep + grown
-    return sorted(hits, key=lambda s: (s.bit_count(), s))
+    MMCS (Murakami & Uno, 2014), depth first on an explicit stack: a partial set ``S`` is
+    extended by the members of one set it does not hit yet, and kept only while it is
+    minimal — while each ``u ∈ S`` has a *critical* set, hit by ``u`` alone. The candidates
+    ``CAND`` exclude what earlier siblings already tried, so each minimal hitting set is
+    found once. Sets of sets are bitmasks over the family's members (``occ[f]``: the
+    members holding ``f``), so every step is a few big-integer operations; unlike Berge's
+    dualisation no intermediate family is kept."""
+    edges = sorted(set(family), key=lambda s: (s.bit_count(), s))
+    if not edges:
+        return [0]
+    if edges[0] == 0:
+        return []
+    occ: dict[int, int] = {}
+    everything = 0
+    for i, e in enumerate(edges):
+        everything |= e
+        for f in bits(e):
+            occ[f] = occ.get(f, 0) | 1 << i
+    out = []
+    # frame: S, crit (u, the members only u hits), uncovered members, CAND, features to try
+    stack: list[list] = [[0, [], (1 << len(edges)) - 1, everything, None]]
+    while stack:
+        frame = stack[-1]
+        s, crit, uncov, cand, todo = frame
+        if todo is None:
+            if not uncov:
+                out.append(s)
+                stack.pop()
+                continue
+            # the smallest uncovered member (the family is sorted by size): fewest branches
+            c = edges[(uncov & -uncov).bit_length() - 1] & cand
+            frame[3] = cand & ~c
+            frame[4] = todo = bits(c)[::-1]
+        if not todo:
+            stack.pop()
+            continue
+        v = todo.pop()
+        cand = frame[3]
+        frame[3] = cand | 1 << v  # later siblings may use v
+        ov = occ[v]
+        kept = []
+        for u, cu in crit:
+            cu &= ~ov
+            if not cu:  # u lost its last critical member: S ∪ {v} is not minimal
+                break
+            kept.append((u, cu))
+        else:
+            kept.append((v, uncov & ov))
+            stack.append([s | 1 << v, kept, uncov & ~ov, cand, None])
+    return sorted(out, key=lambda s: (s.bit_count(), s))
 
 
 def bits(v: int) -> list[int]:

@@ -71,18 +71,15 @@ def general_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF,
         return ok
 
     def operands(n: int, deviated: int) -> list[tuple[int, int, int]]:
-        """``(state mask, child, deviated below)`` of each branch of ``n`` kept."""
+        """``(state mask, child, deviated below)`` of each branch of ``n`` kept (a branch to
+        true adds no clause)."""
         f = dg.feature[n]
         bit = 1 << x[f]
-        out = []
-        for mask, child in dg.branches[n]:
-            if mask & bit:
-                out.append((mask, child, deviated))
-            elif sets is None:
-                out.append((mask, child, 0))
-            elif fits(deviated | 1 << f):
-                out.append((mask, child, deviated | 1 << f))
-        return out
+        away = 0 if sets is None else deviated | 1 << f
+        leave = sets is None or fits(away)
+        return [(mask, child, deviated) if mask & bit else (mask, child, away)
+                for mask, child in dg.branches[n]
+                if child != DG_TRUE and (leave or mask & bit)]
 
     value: dict[tuple[int, int], int] = {}
     kept: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
