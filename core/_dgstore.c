@@ -602,15 +602,19 @@ typedef struct {
     size_t n, cap;
 } DevVec;
 
-typedef struct {
-    uint64_t held;
-    int32_t next; /* index of the node's previous expanded set, -1: none */
-} DevLink;
+#define CHUNK 7 /* sets per chunk: a chunk fills one 64-byte cache line */
 
 typedef struct {
-    DevLink *v;
+    uint64_t held[CHUNK];
+    int32_t n;    /* sets in this chunk */
+    int32_t next; /* index of the node's previous chunk, -1: none */
+} DevChunk;
+
+typedef struct {
+    DevChunk *v;
     size_t n, cap;
-} Links; /* the sets expanded at a node, a linked list from the head in its layout header */
+} Links; /* the sets expanded at a node: a list of chunks from the head in its layout header
+          * (a set's subsets are looked for in every chunk, one cache line each) */
 
 static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
 {
@@ -738,27 +742,164 @@ static int expanded_add(Layout *L, Links *E, int32_t node, uint64_t held)
         at[2] = (int32_t)L->epoch;
         at[3] = -1;
     } else {
-        for (int32_t k = at[3]; k >= 0; k = E->v[k].next)
-            if ((E->v[k].held & ~held) == 0)
-                return 0;
+        for (int32_t k = at[3]; k >= 0; k = E->v[k].next) {
+            const DevChunk *c = &E->v[k];
+            for (int32_t i = 0; i < c->n; i++)
+                if ((c->held[i] & ~held) == 0)
+                    return 0;
+        }
     }
-    if (E->n >= INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "deviation search too large");
-        return -1;
+    if (at[3] < 0 || E->v[at[3]].n == CHUNK) {
+        if (E->n >= INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "deviation search too large");
+            return -1;
+        }
+        if (reserve((void **)&E->v, &E->cap, E->n + 1, sizeof(DevChunk)) < 0)
+            return -1;
+        E->v[E->n].n = 0;
+        E->v[E->n].next = at[3];
+        at[3] = (int32_t)E->n++;
     }
-    if (reserve((void **)&E->v, &E->cap, E->n + 1, sizeof(DevLink)) < 0)
-        return -1;
-    E->v[E->n] = (DevLink){held, at[3]};
-    at[3] = (int32_t)E->n++;
+    DevChunk *c = &E->v[at[3]];
+    c->held[c->n++] = held;
     return 1;
 }
 
-static int holds_found(const uint64_t *found, size_t n_found, uint64_t held)
+/* Which sets hold a found one, for the search's level k: every set asked about has k or k + 1
+ * features, and the found sets are those of earlier levels (fewer than k features, fixed
+ * during the level) and those of level k found so far. The answer for the earlier ones is
+ * memoised per set (many states share a set); a level-k set is held by a set with k
+ * features only if equal to it, and by one with k + 1 only if it is that set minus one
+ * feature: hash lookups in `fresh`. Both tables are open addressing over 64-bit keys with a
+ * tag byte (0: empty; in `memo` 1: holds none, 2: holds one), cleared per level. */
+typedef struct {
+    uint64_t *keys;
+    uint8_t *tags;
+    size_t mask, used;
+} SetTable;
+
+static size_t set_slot(const SetTable *T, uint64_t key)
 {
-    for (size_t i = 0; i < n_found; i++)
-        if ((found[i] & ~held) == 0)
-            return 1;
+    size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & T->mask;
+    while (T->tags[i] && T->keys[i] != key)
+        i = (i + 1) & T->mask;
+    return i;
+}
+
+static int set_put(SetTable *T, uint64_t key, uint8_t tag)
+{
+    if (2 * (T->used + 1) > T->mask + 1) { /* keep it at most half full */
+        size_t cap = T->mask ? 2 * (T->mask + 1) : MIN_TABLE;
+        SetTable N = {PyMem_Malloc(cap * sizeof(uint64_t)), PyMem_Calloc(cap, 1), cap - 1, 0};
+        if (N.keys == NULL || N.tags == NULL) {
+            PyMem_Free(N.keys);
+            PyMem_Free(N.tags);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; T->mask && i <= T->mask; i++)
+            if (T->tags[i]) {
+                size_t j = set_slot(&N, T->keys[i]);
+                N.keys[j] = T->keys[i];
+                N.tags[j] = T->tags[i];
+                N.used++;
+            }
+        PyMem_Free(T->keys);
+        PyMem_Free(T->tags);
+        *T = N;
+    }
+    size_t i = set_slot(T, key);
+    if (!T->tags[i])
+        T->used++;
+    T->keys[i] = key;
+    T->tags[i] = tag;
     return 0;
+}
+
+static uint8_t set_get(const SetTable *T, uint64_t key)
+{
+    return T->mask ? T->tags[set_slot(T, key)] : 0;
+}
+
+static void set_clear(SetTable *T)
+{
+    if (T->mask)
+        memset(T->tags, 0, T->mask + 1);
+    T->used = 0;
+}
+
+static void set_free(SetTable *T)
+{
+    PyMem_Free(T->keys);
+    PyMem_Free(T->tags);
+    memset(T, 0, sizeof *T);
+}
+
+/* The found sets of earlier levels by their lowest feature: a set can only lie inside
+ * `held` if its lowest feature is one of held's, so only those buckets are scanned. */
+typedef struct {
+    uint64_t *v;
+    size_t n, cap;
+} SetVec;
+
+typedef struct {
+    SetVec by_low[64];
+    int empty; /* the empty set was found (it lies inside every set) */
+} Buckets;
+
+static int buckets_add(Buckets *B, uint64_t set)
+{
+    if (set == 0) {
+        B->empty = 1;
+        return 0;
+    }
+    SetVec *b = &B->by_low[__builtin_ctzll(set)];
+    if (reserve((void **)&b->v, &b->cap, b->n + 1, sizeof(uint64_t)) < 0)
+        return -1;
+    b->v[b->n++] = set;
+    return 0;
+}
+
+static int buckets_hold(const Buckets *B, uint64_t held)
+{
+    if (B->empty)
+        return 1;
+    for (uint64_t rest = held; rest; rest &= rest - 1) {
+        const SetVec *b = &B->by_low[__builtin_ctzll(rest)];
+        for (size_t i = 0; i < b->n; i++)
+            if ((b->v[i] & ~held) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+static void buckets_free(Buckets *B)
+{
+    for (int i = 0; i < 64; i++)
+        PyMem_Free(B->by_low[i].v);
+    memset(B, 0, sizeof *B);
+}
+
+/* 1 when `held` (k or k + 1 features) holds a found set, 0 when not, -1 on error; `earlier`
+ * holds the found sets of the levels before k. */
+static int holds(SetTable *memo, const SetTable *fresh, const Buckets *earlier, uint64_t held,
+                 int k)
+{
+    if (__builtin_popcountll(held) == k) {
+        if (set_get(fresh, held))
+            return 1;
+    } else {
+        for (uint64_t rest = held; rest; rest &= rest - 1)
+            if (set_get(fresh, held & ~(rest & -rest)))
+                return 1;
+    }
+    uint8_t tag = set_get(memo, held);
+    if (!tag) {
+        tag = buckets_hold(earlier, held) ? 2 : 1;
+        if (set_put(memo, held, tag) < 0)
+            return -1;
+    }
+    return tag == 2;
 }
 
 static int cmp_deviation(const void *x, const void *y)
@@ -778,8 +919,11 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
 {
     DevVec level = {NULL, 0, 0}, later = {NULL, 0, 0};
     Links E = {NULL, 0, 0};
+    SetTable memo = {NULL, NULL, 0, 0}, fresh = {NULL, NULL, 0, 0};
+    Buckets earlier;
+    memset(&earlier, 0, sizeof earlier);
     uint64_t *found = NULL;
-    size_t n_found = 0, cap_found = 0;
+    size_t n_found = 0, cap_found = 0, earlier_n = 0;
     Layout *L = layout_for(S, roots, n_roots);
     if (L == NULL)
         goto fail;
@@ -792,20 +936,28 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     for (size_t i = 0; i < n_roots; i++)
         if (dev_push(code, &level, L->root_at[i], 0) < 0)
             goto fail;
-    while (level.n) {
+    for (int k = 0; level.n; k++) {
+        for (size_t i = earlier_n; i < n_found; i++) /* level k - 1's sets are earlier now */
+            if (buckets_add(&earlier, found[i]) < 0)
+                goto fail;
+        earlier_n = n_found;
+        set_clear(&memo);
+        set_clear(&fresh);
         later.n = 0;
         while (level.n) {
             DevState st = level.v[--level.n];
-            if (st.node <= 1) {
-                if (st.node == 0 && !holds_found(found, n_found, st.held)) {
-                    if (reserve((void **)&found, &cap_found, n_found + 1, sizeof(uint64_t)) < 0)
-                        goto fail;
-                    found[n_found++] = st.held;
-                }
+            int h = st.node == 1 ? 1 : holds(&memo, &fresh, &earlier, st.held, k);
+            if (h < 0)
+                goto fail;
+            if (h)
+                continue;
+            if (st.node == 0) {
+                if (reserve((void **)&found, &cap_found, n_found + 1, sizeof(uint64_t)) < 0
+                    || set_put(&fresh, st.held, 2) < 0)
+                    goto fail;
+                found[n_found++] = st.held;
                 continue;
             }
-            if (holds_found(found, n_found, st.held))
-                continue;
             const int32_t *at = code + st.node, *seg = at + 4;
             int added = expanded_add(L, &E, st.node, st.held);
             if (added < 0)
@@ -823,7 +975,9 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
             int free = own == GAP || (st.held & bit);
             /* true leads nowhere; a deviation whose set holds a found one is pruned now
              * (as it would be when popped) to spare the queue */
-            int pruned = !free && holds_found(found, n_found, st.held | bit);
+            int pruned = free ? 0 : holds(&memo, &fresh, &earlier, st.held | bit, k);
+            if (pruned < 0)
+                goto fail;
             for (int32_t i = 0; i < nseg; i++) {
                 int32_t c = seg[2 * i + 1];
                 if (c == GAP || c == 1)
@@ -845,12 +999,18 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     PyMem_Free(level.v);
     PyMem_Free(later.v);
     PyMem_Free(E.v);
+    set_free(&memo);
+    set_free(&fresh);
+    buckets_free(&earlier);
     return 0;
 fail:
     PyMem_Free(found);
     PyMem_Free(level.v);
     PyMem_Free(later.v);
     PyMem_Free(E.v);
+    set_free(&memo);
+    set_free(&fresh);
+    buckets_free(&earlier);
     return -1;
 }
 

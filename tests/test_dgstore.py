@@ -164,6 +164,29 @@ def test_min_deviations_with_more_root_lists_than_cached_layouts(monkeypatch):
                 dg.feature, dg.store.segments, roots, x)
 
 
+def test_min_deviations_on_a_larger_forest(monkeypatch):
+    # Many sets expanded per node (several chunks of the C search's per-node lists) and many
+    # found sets per level (its memo and buckets): the C search equals the Python reference.
+    from sklearn.datasets import load_wine
+    from sklearn.ensemble import RandomForestClassifier
+
+    from core.sklearn_import import forest_from_sklearn, instances_from_values
+
+    monkeypatch.setattr(dgraph, "BACKEND", "c")
+    data, target = load_wine(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0)
+    f = forest_from_sklearn(model.fit(data, target))
+    comp = compile_dg(f, "first", "dg-conj")
+    dg = comp.dg
+    largest = 0
+    for x in instances_from_values(f, data[::15]):
+        for roots in comp.roots:
+            got = dg.min_deviations(roots, x)
+            assert got == dgstore.min_deviations(dg.feature, dg.store.segments, roots, x)
+            largest = max(largest, len(got))
+    assert largest > 50
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_min_deviations_beyond_64_features(monkeypatch, backend):
     # The C store packs feature sets in 64 bits; wider forests take the reference search.
