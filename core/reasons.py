@@ -9,13 +9,14 @@ For a weak test-once decision graph and an instance ``x``, at a node on ``X`` wi
 - leaves: true / false.
 
 Both reasons distribute over ∧, so a conjunction of graphs (Alg. 3B) gives the conjunction of
-their reasons. One bottom-up pass over the nodes below the roots (ascending ids are a
-topological order) builds the reason as a hash-consed NNF: time linear in the graphs.
+their reasons. CR is built by one bottom-up pass over the nodes below the roots, GR by a
+depth-first walk from the roots (which can leave out the branches whose clauses are not
+needed, see :func:`general_reason`), each as a hash-consed NNF: time linear in the graphs.
 
 The CR is monotone and or-decomposable: below a branch ``k ≠ k*`` the state ``x[X]`` is not
 feasible, so those subgraphs yield no ``X`` literal. The GR is locally fixated (every literal
 contains the instance's state) and, on test-once graphs (every ordered graph), or-decomposable
-too; :func:`general_reason` reports whether it is.
+too (:meth:`core.nnf.NNF.is_or_decomposable` tells).
 """
 
 from __future__ import annotations
