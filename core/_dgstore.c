@@ -880,12 +880,12 @@ static void buckets_free(Buckets *B)
     memset(B, 0, sizeof *B);
 }
 
-/* 1 when `held` (k or k + 1 features) holds a found set, 0 when not, -1 on error; `earlier`
- * holds the found sets of the levels before k. */
+/* 1 when `held` (k features, or k + 1 when `next`) holds a found set, 0 when not, -1 on
+ * error; `earlier` holds the found sets of the levels before k. */
 static int holds(SetTable *memo, const SetTable *fresh, const Buckets *earlier, uint64_t held,
-                 int k)
+                 int next)
 {
-    if (__builtin_popcountll(held) == k) {
+    if (!next) {
         if (set_get(fresh, held))
             return 1;
     } else {
@@ -936,7 +936,7 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     for (size_t i = 0; i < n_roots; i++)
         if (dev_push(code, &level, L->root_at[i], 0) < 0)
             goto fail;
-    for (int k = 0; level.n; k++) {
+    while (level.n) {
         for (size_t i = earlier_n; i < n_found; i++) /* level k - 1's sets are earlier now */
             if (buckets_add(&earlier, found[i]) < 0)
                 goto fail;
@@ -944,9 +944,9 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
         set_clear(&memo);
         set_clear(&fresh);
         later.n = 0;
-        while (level.n) {
+        while (level.n) { /* last in, first out: children sit beside their parent */
             DevState st = level.v[--level.n];
-            int h = st.node == 1 ? 1 : holds(&memo, &fresh, &earlier, st.held, k);
+            int h = st.node == 1 ? 1 : holds(&memo, &fresh, &earlier, st.held, 0);
             if (h < 0)
                 goto fail;
             if (h)
@@ -975,17 +975,24 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
             int free = own == GAP || (st.held & bit);
             /* true leads nowhere; a deviation whose set holds a found one is pruned now
              * (as it would be when popped) to spare the queue */
-            int pruned = free ? 0 : holds(&memo, &fresh, &earlier, st.held | bit, k);
+            int pruned = free ? 0 : holds(&memo, &fresh, &earlier, st.held | bit, 1);
             if (pruned < 0)
                 goto fail;
+            /* segments often share a child: it is pushed once per set (the states pushed
+             * since `from_level` / `from_later` are this node's, with one set each) */
+            size_t from_level = level.n, from_later = later.n;
             for (int32_t i = 0; i < nseg; i++) {
                 int32_t c = seg[2 * i + 1];
                 if (c == GAP || c == 1)
                     continue;
-                if (free || c == own) {
-                    if (dev_push(code, &level, c, st.held) < 0)
-                        goto fail;
-                } else if (!pruned && dev_push(code, &later, c, st.held | bit) < 0)
+                int keep = free || c == own;
+                if (!keep && pruned)
+                    continue;
+                DevVec *to = keep ? &level : &later;
+                size_t j = keep ? from_level : from_later;
+                while (j < to->n && to->v[j].node != c)
+                    j++;
+                if (j == to->n && dev_push(code, to, c, keep ? st.held : st.held | bit) < 0)
                     goto fail;
             }
         }
