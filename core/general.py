@@ -14,7 +14,8 @@ sets ``allowed`` known in advance.
   ``v`` (resolving two clauses locally fixated on the instance keeps their features, so they
   come only from those clauses). Alg. 7 closes them under discrete resolution with subsumption
   removal by *variable depletion*; on one or two features (the usual shortest NR sets) the
-  same clauses are read off the falsified part of the grid directly (:func:`_rectangles`).
+  same clauses are read off the falsified part of the grid directly (:func:`_maximal_boxes`;
+  also on more features when there are many clauses, where pairwise resolution is slow).
   With ``allowed`` = the shortest NR sets (Alg. 5's ``V``) this is Alg. 6–7.
 - GSRs (:func:`gsrs`): the GSRs on an SR set ``v`` are the maximal boxes (terms) on ``v``
   that contain the instance and imply GR. They are found by Berge's multiplication of boxes by
@@ -574,50 +575,77 @@ def close_by_resolution(clauses: Iterable[int], v: int, packing: Packing) -> lis
     return [c for c in kept if c is not None]
 
 
-def _rows(clauses: Sequence[int], f: int, g: int, packing: Packing) -> dict[int, int]:
-    """The falsified part of the ``f × g`` grid by rows: each distinct non-empty set of
-    states of ``g`` that the clauses' negations hold beside a state of ``f``, with the states
-    of ``f`` having it."""
-    by_f: dict[int, int] = {}  # the states of f in a negated clause -> the union of its g's
-    for c in clauses:
-        at = packing.field(c, f)
-        by_f[at] = by_f.get(at, 0) | packing.field(c, g)
-    rows = [0] * packing.full[f].bit_length()
-    for at, states in by_f.items():
-        for s in bits(at):
-            rows[s] |= states
-    beside: dict[int, int] = {}
-    for s, row in enumerate(rows):
-        if row:
-            beside[row] = beside.get(row, 0) | 1 << s
-    return beside
+#: Alg. 7's pairwise resolution is cubic in the clauses; beyond this many clauses on three
+#: features or more, and when the grid has at most ``_GRID_BITS`` points, the GNRs are read off
+#: the falsified part of the grid instead (:func:`_maximal_boxes`, the same clauses).
+_ALG7_CLAUSES = 48
+_GRID_BITS = 1 << 24
 
 
-def _rectangles(clauses: Sequence[int], f: int, g: int, packing: Packing) -> list[int]:
-    """The prime implicates of clauses (packed negated) on exactly the two features ``f, g``:
-    the negations of the maximal rectangles inside the union of the clauses' negations (a
-    clause is implied iff its negation lies in that union, the falsified part of the grid),
-    the same clauses as Alg. 7's closure by resolution.
+def _grid(features: Sequence[int], packing: Packing) -> list[int]:
+    """Points per state of each feature below it: the grid over ``features[i:]`` has
+    ``sizes[i]`` points, the state ``s`` of ``features[i]`` holding the block of
+    ``sizes[i + 1]`` points from ``s * sizes[i + 1]``."""
+    sizes = [1]
+    for f in reversed(features):
+        sizes.append(sizes[-1] * packing.full[f].bit_length())
+    return sizes[::-1]
 
-    With the grid read by rows (:func:`_rows`, along whichever feature has fewer distinct
-    rows), the maximal rectangles are ``{s : row[s] ⊇ c} × c`` for the intersections ``c`` of
-    non-empty families of rows (formal concepts)."""
-    beside, across = _rows(clauses, f, g, packing), _rows(clauses, g, f, packing)
-    if len(across) < len(beside):
-        f, g, beside = g, f, across
-    columns: dict[int, None] = {}
-    for row in beside:
-        for c in [row, *(row & c for c in columns)]:
-            if c:
-                columns[c] = None
+
+def _region(box: Sequence[int], sizes: Sequence[int], at: int) -> int:
+    """The points of the grid over ``features[at:]`` inside the box (states per feature)."""
+    region = 1
+    for i in range(len(box) - 1, at - 1, -1):
+        block, grown = sizes[i + 1], 0
+        for s in bits(box[i]):
+            grown |= region << s * block
+        region = grown
+    return region
+
+
+def _boxes_in(region: int, sizes: Sequence[int], at: int) -> list[tuple[int, ...]]:
+    """The maximal boxes (states per feature of ``features[at:]``) inside a set of points.
+
+    Read by slices along the first feature: a box ``S × B`` lies inside iff ``B`` lies in
+    every slice ``s ∈ S``; so the maximal ones are, for each intersection ``I`` of slices,
+    the maximal boxes ``B`` inside ``I`` whose slices ``S(B) = {s : B ⊆ slice_s}`` are
+    exactly those holding ``I`` (each maximal box comes from one ``I``: the intersection of
+    its own slices). Recursion depth: the number of features."""
+    if at == len(sizes) - 2:
+        return [(region,)] if region else []
+    block = sizes[at + 1]
+    ones = (1 << block) - 1
+    slices = [region >> s * block & ones for s in range(sizes[at] // block)]
+    meets: dict[int, None] = {}
+    for row in slices:
+        for m in [row, *(row & m for m in meets)]:
+            if m:
+                meets[m] = None
     out = []
-    for c in columns:
-        states = 0
-        for row, having in beside.items():
-            if row & c == c:
-                states |= having
-        out.append(packing.top & ~packing.masks[f] & ~packing.masks[g]
-                   | states << packing.offsets[f] | c << packing.offsets[g])
+    for meet in meets:
+        holding = sum(1 << s for s, row in enumerate(slices) if row & meet == meet)
+        for rest in _boxes_in(meet, sizes, at + 1):
+            inside = _region((0,) * (at + 1) + rest, sizes, at + 1)
+            if sum(1 << s for s, row in enumerate(slices) if row & inside == inside) == holding:
+                out.append((holding, *rest))
+    return out
+
+
+def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Packing) -> list[int]:
+    """The prime implicates of clauses (packed negated) on exactly ``features``: the
+    negations of the maximal boxes inside the union of the clauses' negations (a clause is
+    implied iff its negation lies in that union, the falsified part of the grid) — the same
+    clauses as Alg. 7's closure by resolution, without its cubic pairwise loop."""
+    sizes = _grid(features, packing)
+    falsified = 0
+    for c in clauses:
+        falsified |= _region([packing.field(c, f) for f in features], sizes, 0)
+    out = []
+    for box in _boxes_in(falsified, sizes, 0):
+        packed = packing.top
+        for f, m in zip(features, box):
+            packed = packed & ~packing.masks[f] | m << packing.offsets[f]
+        out.append(packed)
     return out
 
 
@@ -627,7 +655,8 @@ def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> li
 
     Per allowed set ``v``, the prime implicates of the sCNF clauses on exactly ``v``: on one
     feature the meet of their literals, on two the maximal rectangles of their falsified
-    part (:func:`_rectangles`), on more Alg. 7's resolution of the unsubsumed ones. A clause
+    part (:func:`_maximal_boxes`), on more Alg. 7's resolution of the unsubsumed ones, or the
+    maximal boxes when there are many clauses and the grid is not too large. A clause
     fitting an allowed set ``u`` is on exactly ``u``: an implicate of GR mentions a superset
     of some NR set, which lies in ``u``, and NR sets do not nest."""
     packing = Packing(full)
@@ -645,8 +674,9 @@ def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> li
             for c in on_v:
                 union |= c
             primes = [union]
-        elif len(features) == 2:
-            primes = _rectangles(on_v, *features, packing)
+        elif _grid(features, packing)[0] <= _GRID_BITS and (
+                len(features) == 2 or len(on_v) > _ALG7_CLAUSES):
+            primes = _maximal_boxes(on_v, features, packing)
         else:
             primes = close_by_resolution(maximal(dict.fromkeys(on_v, v), packing), v, packing)
         out.extend(packing.unpack(c, v, negated=True) for c in primes)

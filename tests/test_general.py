@@ -1,5 +1,5 @@
 """The packed machinery of core.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
-antichains, two-feature prime implicates, and the batched and indexed paths that the small
+antichains, prime implicates as maximal boxes of the falsified grid, and the batched and indexed paths that the small
 property-test forests do not reach on their own."""
 
 from __future__ import annotations
@@ -47,36 +47,38 @@ def test_maximal_is_the_antichain_of_unimplied_items(items):
 
 
 @st.composite
-def clauses_on_two(draw):  # type: ignore[no-untyped-def]
-    """Clauses (packed negated) on exactly features 0 and 3 whose literals hold state 0."""
+def clauses_on(draw, features):  # type: ignore[no-untyped-def]
+    """Clauses (packed negated) on exactly ``features`` whose literals hold state 0."""
     packing = Packing(FULL)
     out = []
     for _ in range(draw(st.integers(1, 12))):
         c = packing.top
-        for f in (0, 3):
+        for f in features:
             literal = 1 | draw(st.integers(0, FULL[f] - 1)) & ~1 & FULL[f]
             if literal == FULL[f]:
                 literal &= ~2
             c &= packing.literal(f, FULL[f] & ~literal)
         out.append(c)
-    return out
+    return features, out
 
 
-@settings(max_examples=200, deadline=None)
-@given(clauses_on_two())
-def test_rectangles_are_the_resolution_closure(clauses):
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(clauses_on((0, 3)), clauses_on((0, 1, 3)), clauses_on((0, 1, 2, 3))))
+def test_maximal_boxes_are_the_resolution_closure(case):
+    features, clauses = case
     packing = Packing(FULL)
-    unsubsumed = list(maximal(dict.fromkeys(clauses, 0b1001), packing))
-    closed = close_by_resolution(unsubsumed, 0b1001, packing)
-    assert sorted(general._rectangles(clauses, 0, 3, packing)) == sorted(closed)
+    v = sum(1 << f for f in features)
+    unsubsumed = list(maximal(dict.fromkeys(clauses, v), packing))
+    closed = close_by_resolution(unsubsumed, v, packing)
+    assert sorted(general._maximal_boxes(clauses, features, packing)) == sorted(closed)
 
 
-def test_rectangles_are_the_falsified_part():
+def test_maximal_boxes_are_the_falsified_part():
     # X, Y in {0..3}, instance (0, 0): the falsified part is an L of two overlapping bars.
     packing = Packing((0b1111, 0b1111))
     bar = [packing.literal(0, 0b0110) & packing.literal(1, 0b1110),
            packing.literal(0, 0b1110) & packing.literal(1, 0b0010)]
-    got = general._rectangles(bar, 0, 1, packing)
+    got = general._maximal_boxes(bar, (0, 1), packing)
     worlds = {(a, b) for c in bar for a, b in itertools.product(range(4), repeat=2)
               if packing.field(c, 0) >> a & 1 and packing.field(c, 1) >> b & 1}
     boxes = {frozenset(itertools.product(
