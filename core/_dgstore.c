@@ -978,21 +978,14 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
             int pruned = free ? 0 : holds(&memo, &fresh, &earlier, st.held | bit, 1);
             if (pruned < 0)
                 goto fail;
-            /* segments often share a child: it is pushed once per set (the states pushed
-             * since `from_level` / `from_later` are this node's, with one set each) */
-            size_t from_level = level.n, from_later = later.n;
             for (int32_t i = 0; i < nseg; i++) {
                 int32_t c = seg[2 * i + 1];
                 if (c == GAP || c == 1)
                     continue;
-                int keep = free || c == own;
-                if (!keep && pruned)
-                    continue;
-                DevVec *to = keep ? &level : &later;
-                size_t j = keep ? from_level : from_later;
-                while (j < to->n && to->v[j].node != c)
-                    j++;
-                if (j == to->n && dev_push(code, to, c, keep ? st.held : st.held | bit) < 0)
+                if (free || c == own) {
+                    if (dev_push(code, &level, c, st.held) < 0)
+                        goto fail;
+                } else if (!pruned && dev_push(code, &later, c, st.held | bit) < 0)
                     goto fail;
             }
         }
