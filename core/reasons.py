@@ -61,7 +61,7 @@ def general_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF,
     the features deviated so far leaves a branch out once they fit no set of ``within``
     (features only accumulate), so what it builds is the conjunction of exactly the clauses
     that fit — what Alg. 6 keeps — and it visits only the nodes such paths reach (once per
-set of deviated features that fits, so at most the graph times those sets). Without
+    set of deviated features that fits, so at most the graph times those sets). Without
     ``within`` nothing is left out and the deviated features are not kept (always 0)."""
     sets = None if within is None else list(dict.fromkeys(within))
     fitting: dict[int, bool] = {}
