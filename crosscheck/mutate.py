@@ -207,6 +207,13 @@ for comp in (compile_nnf(f), compile_dg(f, form="dg")):
 """
 
 
+def _copy_packages(source: Path, target: Path) -> None:
+    """Copy the ``core`` and ``crosscheck`` packages of the tree ``source`` under ``target``."""
+    for package in ("core", "crosscheck"):
+        shutil.copytree(source / package, target / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+
 def judge(mutant: Mutant, budget: float, workdir: str, source: Path = ROOT) -> Verdict:
     """Apply a mutant to a copy of the packages (of the tree ``source``) and run the examples
     and a fuzz run on it."""
@@ -219,9 +226,7 @@ def judge(mutant: Mutant, budget: float, workdir: str, source: Path = ROOT) -> V
         return verdict
     copy = Path(tempfile.mkdtemp(prefix="mutant-", dir=workdir))
     try:
-        for package in ("core", "crosscheck"):
-            shutil.copytree(source / package, copy / package,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+        _copy_packages(source, copy)
         (copy / mutant.module).write_text(mutated, encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(copy), "RFCIRCUITS_PURE_PYTHON": "1",
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -281,9 +286,7 @@ def campaign(modules: list[str], sample: int | None, budget: float, jobs: int,
     workdir = tempfile.mkdtemp(prefix="rfcircuits-mutate-")
     try:
         snapshot = Path(workdir) / "snapshot"
-        for package in ("core", "crosscheck"):
-            shutil.copytree(ROOT / package, snapshot / package,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+        _copy_packages(ROOT, snapshot)
         pool = [m for module in modules for m in mutants(module, snapshot)]
         rng = random.Random(seed)
         chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
