@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from core import paper
-from core.errors import InputError
+from core.errors import BudgetExceeded, InputError
 from core.progress import Progress
 from core.train import Trained, load_csv, train_forest
 
@@ -86,6 +86,13 @@ class Table:
         print("  ".join(cells), flush=True)
 
 
+def stopped(table: Table, row: dict[str, Any], exc: BudgetExceeded) -> None:
+    """The row of a dataset whose compile exceeded the node budget: its name, #T and (JSON)
+    why; the message also on stderr."""
+    print(f"[bench] {row['dataset']}: {exc}", file=sys.stderr, flush=True)
+    table.row({**row, "stopped": str(exc)})
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         if v.is_integer() and abs(v) >= 100:
@@ -138,7 +145,12 @@ def bench_dg(args: argparse.Namespace) -> int:
         k = len(forest.classes)
         same = trees == ref["T"]
         row: dict[str, object] = {"dataset": name, "t": trees}
-        comp = compile_dg(forest, form="dg" if table4 else "dg-conj")
+        try:
+            comp = compile_dg(forest, form="dg" if table4 else "dg-conj",
+                              max_nodes=args.node_budget)
+        except BudgetExceeded as exc:
+            stopped(out, row, exc)
+            continue
         t_3b = (sum(comp.seconds) - sum(comp.extra_3a_seconds)) / k
         if table4:
             row.update(n_3b=round(sum(comp.dg.size(rs) for rs in comp.roots_3b) / k, 1),
@@ -236,14 +248,18 @@ def bench_explain(args: argparse.Namespace) -> int:
         print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
         trained = train(args.data_dir, name, trees, args.seed)
         forest = trained.forest
-        explainer = Explainer(forest)
+        explainer = Explainer(forest, max_nodes=args.node_budget)
         print(f"[bench] {name}: compiling", file=sys.stderr, flush=True)
         start = time.perf_counter()
-        explainer.compiled
         multi = name in paper.TABLE4
-        if multi:
-            for t in range(len(forest.classes)):
-                explainer.negated_class(t)
+        try:
+            explainer.compiled
+            if multi:
+                for t in range(len(forest.classes)):
+                    explainer.negated_class(t)
+        except BudgetExceeded as exc:
+            stopped(table3, {"dataset": name, "t": trees}, exc)
+            continue
         compile_seconds = time.perf_counter() - start
         instances = trained.test_instances[:100]
         what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())

@@ -45,7 +45,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--ties", choices=TIES, default="first")
     p.add_argument("--out", help="directory for one circuit file per class")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
-    p.add_argument("--max-nodes", type=int, help="stop a decision-graph compile beyond N nodes")
+    add_max_nodes(p)
     p.add_argument("--timeout", type=float, help="stop a decision-graph compile after S seconds")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_compile)
@@ -57,6 +57,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
                                                  "sr,nr,gsr,gnr,ce,robust,flips")
     p.add_argument("--ties", choices=TIES, default="first")
     p.add_argument("--out", help="write the explanations here instead of stdout")
+    add_max_nodes(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_explain)
 
@@ -73,6 +74,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
+    add_max_nodes(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
 
 
@@ -136,7 +138,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         from core.dgcompile import compile_dg
 
         with Progress("pair networks", enabled=not args.no_progress) as progress:
-            comp = compile_dg(forest, args.ties, args.form, max_nodes=args.max_nodes,
+            comp = compile_dg(forest, args.ties, args.form, max_nodes=max_nodes(args),
                               timeout=args.timeout, progress=progress)
         manager, suffix = comp.dg, ".dg"
         dot = lambda c: comp.dg.to_dot(comp.roots[c])  # noqa: E731
@@ -158,6 +160,25 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_max_nodes(p: argparse.ArgumentParser) -> None:
+    """``--max-nodes``: the decision-graph node budget (see :func:`max_nodes`)."""
+    p.add_argument("--max-nodes", type=int,
+                   help="stop when the decision graphs exceed N nodes (default: as many as 60%% "
+                        "of this machine's memory holds; 0: no limit)")
+
+
+def max_nodes(args: argparse.Namespace) -> int | None:
+    """The node budget ``--max-nodes`` asks for: by default what the machine's memory holds
+    (:func:`core.budget.default_max_nodes`), 0 for none."""
+    from core.budget import default_max_nodes
+
+    if args.max_nodes is None:
+        return default_max_nodes()
+    if args.max_nodes < 0:
+        raise InputError("--max-nodes must be 0 (no limit) or positive")
+    return args.max_nodes or None
+
+
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explanations in canonical JSON Lines, flushed per instance (SPEC §5, §6)."""
     from core.explain import Explainer
@@ -167,7 +188,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
     what = parse_what(args.what)
-    explainer = Explainer(forest, args.ties)
+    explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args))
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_open(args.out, keep_partial=True)) if args.out \
             else sys.stdout
@@ -186,6 +207,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """A dataset whose graphs exceed the node budget (``args.node_budget``) gets an empty row
+    and the run goes on with the next."""
+    args.node_budget = max_nodes(args)
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
     from core.bench import run_bench

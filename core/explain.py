@@ -63,7 +63,8 @@ class Explainer:
     """Formal explanations of a forest's decisions (SPEC §3, §5)."""
 
     def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
-                 order: str = "auto", robust_method: str = "search") -> None:
+                 order: str = "auto", robust_method: str = "search",
+                 max_nodes: int | None = None) -> None:
         if sr_method not in SR_METHODS:
             raise ValueError(f"sr_method must be one of {SR_METHODS}")
         if robust_method not in ROBUST_METHODS:
@@ -73,6 +74,7 @@ class Explainer:
         self.sr_method = sr_method
         self.robust_method = robust_method
         self.order = order
+        self.max_nodes = max_nodes
         self._compiled: DGCompilation | None = None
         self._apply: Apply | None = None
         self._negated: dict[int, int] = {}
@@ -81,7 +83,8 @@ class Explainer:
     def compiled(self) -> DGCompilation:
         """Alg. 3B class formulas (compiled on first use, each class's NR search prepared)."""
         if self._compiled is None:
-            comp = compile_dg(self.forest, self.ties, "dg-conj", order=self.order)
+            comp = compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
+                              max_nodes=self.max_nodes)
             for roots in comp.roots:
                 comp.dg.prepare_search(roots)
             self._compiled = comp

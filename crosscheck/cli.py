@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from core import __version__
-from core.cli import add_commands, run
+from core.cli import add_commands, add_max_nodes, max_nodes, run
 from core.errors import InputError
 from core.explanation import ALL_WHAT, parse_what
 from core.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ties", choices=TIES + ("both",), default="first")
     p.add_argument("--what", default="all")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
+    add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
     p.set_defaults(handler=cmd_crosscheck)
@@ -80,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the verdict is unknown")
     p.add_argument("--oracle-only", default="",
                    help="comma list of fields (or all) graded by the SAT oracle alone, without "
-                        "enumerating our complete answer: no completeness check")
+                        "enumerating our complete answer: no completeness check (for "
+                        "forests whose class formulas exceed --max-nodes)")
+    add_max_nodes(p)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(handler=cmd_verify)
 
@@ -164,9 +167,11 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         ties_list = list(TIES) if args.ties == "both" else [args.ties]
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
+    budget = max_nodes(args)
     failed = []
     for ties in ties_list:
-        report = crosscheck(forest, instances, ties, oracles, what, formulas=not args.no_formulas)
+        report = crosscheck(forest, instances, ties, oracles, what,
+                            formulas=not args.no_formulas, max_nodes=budget)
         print(f"ties {ties}: {report.checks()} checks, {len(report.disagreements)} disagreements")
         print(report.table())
         if not report.ok:
@@ -214,7 +219,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise InputError("--gnr-limit must be non-negative")
     oracle_only = list(WHAT_OF) if args.oracle_only.strip() == "all" else \
         [n.strip() for n in args.oracle_only.split(",") if n.strip()]
-    report = verify(forest, instances, rows, args.ties, args.explanations, limit, oracle_only)
+    report = verify(forest, instances, rows, args.ties, args.explanations, limit, oracle_only,
+                    max_nodes(args))
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.text())
     return 0 if report.ok else 1
 

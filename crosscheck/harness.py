@@ -12,7 +12,9 @@ list of instances, and compares:
   field by field; against the SAT oracle field by field for SRs, NRs, CEs and robustness, and
   item by item (``check_gsr``/``check_gnr``/``check_flip``) for GSRs, GNRs and shortest flips.
 
-An oracle whose size limits the case exceeds is *skipped* with its reason. Every difference
+An oracle whose size limits the case exceeds is *skipped* with its reason, and so is the
+native engine once its decision graphs exceed the node budget ``max_nodes`` (a limit of this
+machine, not a finding; the checks that need it are skipped, not run). Every difference
 becomes a :class:`Disagreement` (check, engines, both values, a counterexample); crashes of
 the native engine or of an oracle are disagreements too.
 """
@@ -28,7 +30,7 @@ from typing import Any
 
 from core.classformula import compile_nnf
 from core.dgcompile import compile_dg
-from core.errors import InputError
+from core.errors import BudgetExceeded, InputError
 from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
@@ -135,7 +137,8 @@ class Crosscheck:
     """One forest and tie policy, the native engine built once, oracles built on demand."""
 
     def __init__(self, forest: Forest, ties: str = "first",
-                 oracles: Sequence[str] = ORACLES, seed: int = 0) -> None:
+                 oracles: Sequence[str] = ORACLES, seed: int = 0,
+                 max_nodes: int | None = None) -> None:
         unknown = sorted(set(oracles) - set(ORACLES))
         if unknown:
             raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
@@ -145,15 +148,26 @@ class Crosscheck:
         self.oracles = list(oracles)
         self.rng = random.Random(seed)
         self.report = Report()
+        self.max_nodes = max_nodes
+        #: Why the native engine stopped (its node budget), once it has.
+        self.native_stopped: str | None = None
         self._oracle: dict[str, Any] = {}
 
     # -- building engines -----------------------------------------------------------------------
 
     def _guard(self, check: str, engines: tuple[str, str], instance: dict[str, str] | None,
                fn: Callable[[], Any]) -> Any:
-        """Run ``fn``; a crash becomes a disagreement (with its traceback) and None."""
+        """Run ``fn``; a crash becomes a disagreement (with its traceback) and None; the
+        native engine's budget stops it (a skip, and every later native step is skipped)."""
+        if self.native_stopped and engines == ("native", "-"):
+            self.report.skip(check, "native", self.native_stopped)
+            return None
         try:
             return fn()
+        except BudgetExceeded as exc:  # only the native engine has a node budget
+            self.native_stopped = f"stopped: {exc}"
+            self.report.skip(check, "native", self.native_stopped)
+            return None
         except Exception as exc:  # a crash is a finding, not a harness failure
             culprit = engines[0] if engines[1] == "-" else engines[1]
             self.report.outcomes.append(Outcome(check, culprit, "error", repr(exc)))
@@ -188,18 +202,20 @@ class Crosscheck:
     # -- class formulas -------------------------------------------------------------------------
 
     def class_formulas(self) -> None:
-        forest, ties = self.forest, self.ties
+        forest, ties, budget = self.forest, self.ties, self.max_nodes
         forms: dict[str, Any] = {}
         forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
                                    lambda: compile_nnf(forest, ties))
         forms["dg-conj"] = self._guard("formula dg-conj", ("native", "-"), None,
-                                       lambda: compile_dg(forest, ties, "dg-conj"))
+                                       lambda: compile_dg(forest, ties, "dg-conj",
+                                                          max_nodes=budget))
         forms["dg"] = self._guard("formula dg", ("native", "-"), None,
-                                  lambda: compile_dg(forest, ties, "dg"))
+                                  lambda: compile_dg(forest, ties, "dg", max_nodes=budget))
         if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
             forms["dg-conj alg4"] = self._guard(
                 "formula dg-conj alg4", ("native", "-"), None,
-                lambda: compile_dg(forest, ties, "dg-conj", apply="generic"))
+                lambda: compile_dg(forest, ties, "dg-conj", apply="generic",
+                                   max_nodes=budget))
         if forms["dg"] is not None:
             # Alg. 3A folds each class formula into one graph (the form CEs are negated from).
             shapes = [len(roots) for roots in forms["dg"].roots]
@@ -286,7 +302,7 @@ class Crosscheck:
     # -- explanations ---------------------------------------------------------------------------
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT) -> None:
-        explainer = Explainer(self.forest, self.ties)
+        explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes)
         # On small forests every pair of SR and robustness methods faces the oracles, chosen
         # per instance (by its states: fuzz cases have three instances); on large ones the
         # defaults (what users get) alone.
@@ -397,9 +413,10 @@ class Crosscheck:
 
 def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
-               formulas: bool = True, seed: int = 0) -> Report:
-    """Compare the native engine with the oracles on a forest and its instances."""
-    run = Crosscheck(forest, ties, oracles, seed)
+               formulas: bool = True, seed: int = 0, max_nodes: int | None = None) -> Report:
+    """Compare the native engine with the oracles on a forest and its instances; the native
+    engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``."""
+    run = Crosscheck(forest, ties, oracles, seed, max_nodes)
     try:
         if formulas:
             run.class_formulas()

@@ -14,7 +14,8 @@ import sys
 import time
 
 from core import paper
-from core.bench import Table, selected, train
+from core.bench import Table, selected, stopped, train
+from core.errors import BudgetExceeded
 from core.explain import Explainer
 from crosscheck.sat import SatOracle
 
@@ -36,8 +37,12 @@ def bench_oracles(args: argparse.Namespace) -> int:
         forest = trained.forest
         instances = trained.test_instances[:INSTANCES]
         start = time.perf_counter()
-        explainer = Explainer(forest)
-        explainer.compiled
+        explainer = Explainer(forest, max_nodes=args.node_budget)
+        try:
+            explainer.compiled
+        except BudgetExceeded as exc:
+            stopped(table, {"dataset": name, "t": trees}, exc)
+            continue
         t_compile = time.perf_counter() - start
         start = time.perf_counter()
         sat = SatOracle(forest)

@@ -557,15 +557,16 @@ def gnr_cost(forest: Forest, x: Sequence[int], clause: Term) -> int:
 class Verifier:
     """Grades lines of E for one forest and tie policy (the native engine and the SAT oracle
     are built once). ``gnr_limit`` bounds the GNR / shortest-flip validity checks; fields in
-    ``oracle_only`` are graded without the native answer."""
+    ``oracle_only`` are graded without the native answer; ``max_nodes`` bounds the native
+    engine's decision graphs (:class:`core.errors.BudgetExceeded` beyond it)."""
 
     def __init__(self, forest: Forest, ties: str = "first", gnr_limit: int = GNR_LIMIT,
-                 oracle_only: Iterable[str] = ()) -> None:
+                 oracle_only: Iterable[str] = (), max_nodes: int | None = None) -> None:
         self.forest = forest
         self.ties = check_ties(ties)
         self.gnr_limit = gnr_limit
         self.oracle_only = frozenset(oracle_only)
-        self.explainer = Explainer(forest, ties)
+        self.explainer = Explainer(forest, ties, max_nodes=max_nodes)
         self.sat = SatOracle(forest, ties)
 
     def close(self) -> None:
@@ -691,10 +692,10 @@ class Verifier:
 
 def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[int, Any]],
            ties: str = "first", source: str = "explanations", gnr_limit: int = GNR_LIMIT,
-           oracle_only: Iterable[str] = ()) -> VerifyReport:
+           oracle_only: Iterable[str] = (), max_nodes: int | None = None) -> VerifyReport:
     """Grade the lines ``rows`` (``(line number, parsed JSON)``) of an explanations file
     against the forest and its instances (module docstring); fields in ``oracle_only`` are
-    graded by the SAT oracle alone."""
+    graded by the SAT oracle alone; ``max_nodes`` bounds the native engine's graphs."""
     check_ties(ties)
     oracle_only = frozenset(oracle_only)
     unknown = sorted(oracle_only - set(WHAT_OF))
@@ -706,7 +707,7 @@ def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[i
     for p, x in enumerate(instances, start=1):
         where.setdefault(tuple(x), []).append(p)
     report = VerifyReport(forest, source, ties, by)
-    with Verifier(forest, ties, gnr_limit, oracle_only) as verifier:
+    with Verifier(forest, ties, gnr_limit, oracle_only, max_nodes) as verifier:
         for k, claim in enumerate(claims):
             positions = where.get(claim.instance, []) if by == "instance" else [k + 1]
             report.lines.append(verifier.grade(claim, positions))

@@ -95,3 +95,30 @@ def test_bench_explain_rows(tmp_path, capsys):
         assert r["paper_t_nr"] is None  # not the paper's configuration (#T differs)
         assert r["t_sr_expand"] >= 0 and r["t_nr"] >= 0
     assert "c_ce" not in rows[0] and rows[1]["c_ce"] > 0
+    # A dataset beyond the node budget gets a row saying so; the run goes on.
+    for what in (["compile", "--form", "dg-conj"], ["explain"], ["oracles"]):
+        assert main(["bench", *what, "--data-dir", str(tmp_path), "--datasets",
+                     "iris,wine-recog", "--trees", "3", "--json", "--max-nodes", "3"]) == 0
+        captured = capsys.readouterr()
+        rows = [json.loads(line) for line in captured.out.splitlines()]
+        assert [r["dataset"] for r in rows] == ["iris", "wine-recog"]
+        assert all(r["stopped"] == "decision graphs exceed --max-nodes 3" for r in rows)
+        assert "wine-recog: decision graphs exceed --max-nodes 3" in captured.err
+
+
+def test_explain_stops_at_the_node_budget(tmp_path, capsys):
+    from core.budget import default_max_nodes
+    from crosscheck.spec_examples import SUSAN
+
+    assert default_max_nodes() > 10 ** 6  # this machine's memory is known and large
+    (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
+    (tmp_path / "i.jsonl").write_text(json.dumps(SUSAN) + "\n")
+    args = ["explain", "--forest", str(tmp_path / "f.json"), "--instances",
+            str(tmp_path / "i.jsonl"), "--what", "nr", "--no-progress", "--max-nodes"]
+    assert main(args + ["3"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "stopped: decision graphs exceed --max-nodes 3" in captured.err
+    assert "Traceback" not in captured.err
+    assert main(args + ["0"]) == 0  # no limit
+    assert json.loads(capsys.readouterr().out)["necessary_reasons"]

@@ -185,3 +185,27 @@ def test_fuzz_checks_a_general_reason_case(tmp_path, monkeypatch):
     assert general, saved
     doc = json.loads(open(general[0]).read())
     assert {d["check"] for d in doc["disagreements"]} == {"general_sufficient_reasons"}
+
+
+def test_native_node_budget_skips_its_checks_and_keeps_the_oracles(tmp_path, capsys):
+    f, xs = susan_case()
+    report = crosscheck(f, xs * 2, oracles=("brute",), max_nodes=3)
+    assert report.ok and report.checks() > 0
+    by_check = {}
+    for o in report.outcomes:
+        by_check.setdefault((o.check, o.engine), set()).add(o.status)
+    assert by_check[("formula nnf", "brute")] == {"agree"}  # the NNF needs no graph budget
+    for check in ("formula dg-conj", "formula dg", "explain"):
+        assert by_check[(check, "native")] == {"skipped"}
+    assert all(o.detail == "stopped: decision graphs exceed --max-nodes 3"
+               for o in report.outcomes if o.engine == "native")
+    assert not any(o.check == "explain" and o.engine == "brute" for o in report.outcomes)
+    assert sum(o.check == "explain" for o in report.outcomes) == 2  # each instance, no retry
+    (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
+    (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
+    args = ["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+            str(tmp_path / "i.jsonl"), "--oracles", "brute", "--max-nodes"]
+    assert main(args + ["3"]) == 0
+    assert "native: stopped: decision graphs exceed --max-nodes 3" in capsys.readouterr().out
+    assert main(args + ["-1"]) == 2
+    assert "--max-nodes must be 0" in capsys.readouterr().err

@@ -1,0 +1,26 @@
+"""The command line's default node budget for decision graphs (``--max-nodes``, README).
+
+A class formula too large for the machine should stop with a message, not be killed by the
+kernel mid-run with nothing said: ``crosscheck`` on a 25-tree breast-cancer forest grew to
+24 GB without a budget.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: Bytes per live decision-graph node, unique table and Apply cache included (126–138
+#: measured on a 25-tree breast-cancer forest up to 95 M nodes; rounded up).
+NODE_BYTES = 160
+#: Share of physical memory the default budget may use.
+MEMORY_SHARE = 0.6
+
+
+def default_max_nodes() -> int | None:
+    """As many nodes as :data:`MEMORY_SHARE` of this machine's physical memory holds at
+    :data:`NODE_BYTES` each; None where the memory size is unknown."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return int(memory * MEMORY_SHARE) // NODE_BYTES if memory > 0 else None
