@@ -19,6 +19,7 @@ from core.errors import InputError
 from core.explanation import ALL_WHAT, parse_what
 from core.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
     parse_instance
+from core.progress import Progress
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
+    p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_crosscheck)
 
     p = sub.add_parser("fuzz", help="random small forests through every oracle")
@@ -145,7 +147,8 @@ def _oracles(text: str) -> tuple[str, ...]:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    """Check × engine table; exit 1 and a repro file on any disagreement (SPEC §6)."""
+    """Check × engine table; exit 1 and a repro file on any disagreement (SPEC §6); Ctrl-C
+    prints the table of the finished instances (exit 130)."""
     from core.atomicio import write_json
     from crosscheck.fuzz import repro
     from crosscheck.harness import crosscheck
@@ -170,8 +173,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     budget = max_nodes(args)
     failed = []
     for ties in ties_list:
-        report = crosscheck(forest, instances, ties, oracles, what,
-                            formulas=not args.no_formulas, max_nodes=budget)
+        with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as progress:
+            report = crosscheck(forest, instances, ties, oracles, what,
+                                formulas=not args.no_formulas, max_nodes=budget,
+                                progress=progress)
         print(f"ties {ties}: {report.checks()} checks, {len(report.disagreements)} disagreements")
         print(report.table())
         if not report.ok:
@@ -180,12 +185,15 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                 print(f"  DISAGREE {d.check} ({' vs '.join(d.engines)})"
                       f"{' at ' + json.dumps(d.instance) if d.instance else ''}: "
                       f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}")
+        if report.interrupted:
+            print(f"interrupted (ties {ties}) after {report.explained} of {len(instances)} "
+                  "instances: the table holds the checks made so far")
+            break
     if failed:
         ties = failed[0][0]
         write_json(args.repro, repro(forest, instances, ties, [d for t, d in failed if t == ties]))
         print(f"repro written to {os.path.abspath(args.repro)}")
-        return 1
-    return 0
+    return 130 if report.interrupted else 1 if failed else 0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:

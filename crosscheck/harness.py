@@ -76,10 +76,13 @@ class Disagreement:
 
 @dataclass
 class Report:
-    """Outcomes of every check and the disagreements found."""
+    """Outcomes of every check and the disagreements found; ``explained`` counts the instances
+    whose checks are complete (all of them unless interrupted)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     disagreements: list[Disagreement] = field(default_factory=list)
+    explained: int = 0
+    interrupted: bool = False
 
     @property
     def ok(self) -> bool:
@@ -301,7 +304,8 @@ class Crosscheck:
 
     # -- explanations ---------------------------------------------------------------------------
 
-    def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT) -> None:
+    def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT,
+                     progress: Callable[[int, int], None] | None = None) -> None:
         explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes)
         # On small forests every pair of SR and robustness methods faces the oracles, chosen
         # per instance (by its states: fuzz cases have three instances); on large ones the
@@ -309,35 +313,43 @@ class Crosscheck:
         small = len(self.forest.trees) * self.forest.n_worlds() <= ALG4_LIMIT
         pairs = list(itertools.product(SR_METHODS, ROBUST_METHODS))
         for i, x in enumerate(instances):
-            shown = instance_to_json(self.forest, x)
-            method, robust = (pairs[(i + sum(x)) % len(pairs)] if small
-                              else (explainer.sr_method, explainer.robust_method))
-            ours = self._guard("explain", ("native", "-"), shown,
-                               lambda: explainer.explain(x, what, sr_method=method,
-                                                         robust_method=robust))
-            if ours is None:
+            methods = (pairs[(i + sum(x)) % len(pairs)] if small
+                       else (explainer.sr_method, explainer.robust_method))
+            self._explain(explainer, x, what, *methods)
+            self.report.explained = i + 1
+            if progress:
+                progress(i + 1, len(instances))
+
+    def _explain(self, explainer: Explainer, x: Instance, what: Sequence[str], method: str,
+                 robust: str) -> None:
+        """One instance's explanation by the native engine against every oracle."""
+        shown = instance_to_json(self.forest, x)
+        ours = self._guard("explain", ("native", "-"), shown,
+                           lambda: explainer.explain(x, what, sr_method=method,
+                                                     robust_method=robust))
+        if ours is None:
+            return
+        mine = ours.to_json()
+        for name in self.oracles:
+            oracle = self.oracle(name)
+            if isinstance(oracle, str):
+                for key in HEADER + tuple(WHAT_FIELDS[k] for k in what):
+                    self.report.skip(key, name, oracle)
                 continue
-            mine = ours.to_json()
-            for name in self.oracles:
-                oracle = self.oracle(name)
-                if isinstance(oracle, str):
-                    for key in HEADER + tuple(WHAT_FIELDS[k] for k in what):
-                        self.report.skip(key, name, oracle)
-                    continue
-                if oracle is None:
-                    continue
-                if name == "sat":
-                    self._guard("explain", ("native", name), shown,
-                                lambda: self._against_sat(x, shown, ours, mine, oracle, what))
-                    continue
-                theirs = self._guard("explain", ("native", name), shown,
-                                     lambda: oracle.explain(x, what))
-                if theirs is not None:
-                    self._fields(name, shown, mine, theirs.to_json(),
-                                 HEADER + tuple(WHAT_FIELDS[k] for k in what))
-                if name == "brute" and "flips" in what:
-                    self._guard("shortest flip worlds", ("native", name), shown,
-                                lambda: self._flip_worlds(x, shown, ours, oracle))
+            if oracle is None:
+                continue
+            if name == "sat":
+                self._guard("explain", ("native", name), shown,
+                            lambda: self._against_sat(x, shown, ours, mine, oracle, what))
+                continue
+            theirs = self._guard("explain", ("native", name), shown,
+                                 lambda: oracle.explain(x, what))
+            if theirs is not None:
+                self._fields(name, shown, mine, theirs.to_json(),
+                             HEADER + tuple(WHAT_FIELDS[k] for k in what))
+            if name == "brute" and "flips" in what:
+                self._guard("shortest flip worlds", ("native", name), shown,
+                            lambda: self._flip_worlds(x, shown, ours, oracle))
 
     def _flip_worlds(self, x: Instance, shown: dict[str, str], ours: Any, brute: Any) -> None:
         """The worlds :func:`core.robustness.flips` enumerates from our shortest GNRs must be
@@ -413,14 +425,19 @@ class Crosscheck:
 
 def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
-               formulas: bool = True, seed: int = 0, max_nodes: int | None = None) -> Report:
+               formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
-    engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``."""
+    engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
+    ``progress(done, total)`` is called per instance. Ctrl-C returns the report so far, marked
+    ``interrupted`` (the checks of finished instances are kept)."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes)
     try:
         if formulas:
             run.class_formulas()
-        run.explanations(instances, what)
+        run.explanations(instances, what, progress)
+    except KeyboardInterrupt:
+        run.report.interrupted = True
     finally:
         run.close()
     return run.report

@@ -209,3 +209,25 @@ def test_native_node_budget_skips_its_checks_and_keeps_the_oracles(tmp_path, cap
     assert "native: stopped: decision graphs exceed --max-nodes 3" in capsys.readouterr().out
     assert main(args + ["-1"]) == 2
     assert "--max-nodes must be 0" in capsys.readouterr().err
+
+
+def test_interrupted_crosscheck_keeps_the_finished_checks(tmp_path, monkeypatch, capsys):
+    f, xs = susan_case()
+    calls = []
+
+    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None):
+        calls.append(x)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return ORIGINAL(self, x, what)
+
+    monkeypatch.setattr(Explainer, "explain", explain)
+    (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
+    (tmp_path / "i.jsonl").write_text((json.dumps(instance_to_json(f, xs[0])) + "\n") * 3)
+    assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+                 str(tmp_path / "i.jsonl"), "--oracles", "brute", "--ties", "both",
+                 "--no-formulas", "--no-progress"]) == 130
+    out = capsys.readouterr().out
+    assert "interrupted (ties first) after 1 of 3 instances" in out
+    assert "ties all" not in out  # the run stops at the interruption
+    assert "agree" in out and "sufficient_reasons" in out  # the first instance's checks
