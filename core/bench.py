@@ -265,22 +265,21 @@ def bench_explain(args: argparse.Namespace) -> int:
         what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())
         timing, expand = Timings(), Timings()
         counts = {"sr": 0, "nr": 0, "sgnr": 0, "ce": 0, "r": 0, "robust": 0}
-        progress = Progress(f"{name}: instances")
-        for i, x in enumerate(instances):
-            progress(i, len(instances))
-            with _no_gc():
-                e = explainer.explain(x, what, timing)
-            if i < args.expand:
+        with Progress(f"{name}: instances") as progress:
+            for i, x in enumerate(instances):
+                progress(i, len(instances))
                 with _no_gc():
-                    explainer.explain(x, ("sr",), expand, sr_method="expand")
-            counts["sr"] += len(e.sufficient_reasons)
-            counts["nr"] += len(e.necessary_reasons)
-            counts["sgnr"] += len(e.shortest_flips)
-            counts["ce"] += sum(len(ces) for _, ces in e.contrastive)
-            if e.robustness is not None:
-                counts["r"] += e.robustness
-                counts["robust"] += 1
-        progress.close()
+                    e = explainer.explain(x, what, timing)
+                if i < args.expand:
+                    with _no_gc():
+                        explainer.explain(x, ("sr",), expand, sr_method="expand")
+                counts["sr"] += len(e.sufficient_reasons)
+                counts["nr"] += len(e.necessary_reasons)
+                counts["sgnr"] += len(e.shortest_flips)
+                counts["ce"] += sum(len(ces) for _, ces in e.contrastive)
+                if e.robustness is not None:
+                    counts["r"] += e.robustness
+                    counts["robust"] += 1
         n = max(1, len(instances))
         same = trees == ref["T"]
 
