@@ -162,7 +162,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def add_max_nodes(p: argparse.ArgumentParser) -> None:
     """``--max-nodes``: the decision-graph node budget (see :func:`max_nodes`)."""
-    p.add_argument("--max-nodes", type=int,
+    p.add_argument("--max-nodes", type=int, metavar="N",
                    help="stop when the decision graphs exceed N nodes (default: as many as 60%% "
                         "of this machine's memory holds; 0: no limit)")
 
