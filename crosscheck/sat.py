@@ -17,7 +17,10 @@ is used, and class membership itself is read from SAT models.
   encoding of :data:`ENCODINGS`). The strict comparison ``[v_i > v_j]``, the constraint
   ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n+1``, is the negation of ``[v_j >= v_i]``: it is the literal
   ``¬g_{j,i}``, so ``first`` needs one reified constraint per pair ``i < j``, ``all`` one per
-  ordered pair;
+  ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
+  exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
+  the same count with its duplicate literals merged, half the counter (the enumerations on a
+  25-tree breast-cancer forest ran 1.6–2× faster);
 - per class a selector ``r_i ⇔ R^i`` (SPEC §2: ``first``: ``∧_{j<i}[v_i > v_j] ∧
   ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``).
 
@@ -33,7 +36,10 @@ a totalizer over the "feature changed" literals bounds the size by ``k``, every 
 blocked (its supersets excluded), and ``k`` grows when the bound makes the goal unsatisfiable.
 A model found under bound ``k`` is a minimal freer, since every smaller freer contains one of the
 (already blocked) minimal freers of size ``< k``. The minimal blockers are then the minimal
-hitting sets of the minimal freers, enumerated by :class:`~pysat.examples.hitman.Hitman`.
+hitting sets of the minimal freers, enumerated by :class:`~pysat.examples.hitman.Hitman` in
+its SAT mode (MiniSat-GH with hard negative phases gives subset-minimal hitting sets): 3× faster
+than its sorted MaxSAT mode on breast-cancer's tens of thousands of SRs, and the order does not
+matter since the sets are sorted afterwards.
 NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
 freers of ``R^t`` (SPEC §3). Robustness is a separate MaxSAT (RC2) computation.
 
@@ -136,6 +142,8 @@ class SatOracle:
         n_classes = len(forest.classes)
         self.vote_vars = [[pool.id(("t", l, i)) for i in range(n_classes)]
                           for l in range(len(forest.trees))]
+        self._tree_labels = [{node.label for node in tree.nodes if type(node) is Leaf}
+                             for tree in forest.trees]
         for l, tree in enumerate(forest.trees):
             reach = [true] + [pool.id(("reach", l, k)) for k in range(1, len(tree.nodes))]
             incoming: list[list[int]] = [[] for _ in tree.nodes]
@@ -192,7 +200,12 @@ class SatOracle:
         """Clauses of the atom ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= k`` (``holds``) or of its
         negation ``<= k-1``, in the chosen cardinality encoding."""
         i, j, k = atom
-        lits = [row[i] for row in self.vote_vars] + [-row[j] for row in self.vote_vars]
+        if all(labels <= {i, j} for labels in self._tree_labels):
+            # Every tree votes c_i or c_j, so ``¬t_{l,j} = t_{l,i}`` and the sum is
+            # ``2·Σ_l t_{l,i}``: merging the duplicate literals halves the counter.
+            lits, k = [row[i] for row in self.vote_vars], -(-k // 2)
+        else:
+            lits = [row[i] for row in self.vote_vars] + [-row[j] for row in self.vote_vars]
         enc = ENCODINGS[self.encoding]
         if holds:
             return CardEnc.atleast(lits, k, vpool=self._pool, encoding=enc).clauses
@@ -529,8 +542,8 @@ class SatOracle:
             return [frozenset()]  # the goal is unsatisfiable: nothing needs fixing
         if freers == [frozenset()]:
             return []  # x satisfies the goal: no fixing blocks it
-        with Hitman(bootstrap_with=[sorted(w) for w in freers], solver="minisat22",
-                    htype="sorted") as hitman:
+        with Hitman(bootstrap_with=[sorted(w) for w in freers], solver="mgh",
+                    htype="sat") as hitman:
             return [frozenset(h) for h in hitman.enumerate()]
 
     def _simple(self, x: Sequence[int], sets: Iterable[frozenset[int]]) -> tuple[Term, ...]:
