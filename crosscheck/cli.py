@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ties", choices=TIES + ("both",), default="first")
     p.add_argument("--what", default="all")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="worker processes sharing the instances (default 1)")
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
@@ -171,12 +173,14 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
     budget = max_nodes(args)
+    if args.jobs < 1:
+        raise InputError("--jobs must be positive")
     failed = []
     for ties in ties_list:
         with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as progress:
             report = crosscheck(forest, instances, ties, oracles, what,
                                 formulas=not args.no_formulas, max_nodes=budget,
-                                progress=progress)
+                                progress=progress, jobs=args.jobs)
         print(f"ties {ties}: {report.checks()} checks, {len(report.disagreements)} disagreements")
         print(report.table())
         if not report.ok:

@@ -32,22 +32,20 @@ oracles re-confirm. Output is deterministic: fixed seeds, canonical JSON, no tim
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import json
-import multiprocessing
 import os
 import platform
 import random
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from multiprocessing.pool import Pool
-from typing import Any, TypeVar
+from typing import Any
 
 from core import __version__
 from core.atomicio import atomic_open
@@ -65,6 +63,8 @@ from core.terms import terms_json
 from crosscheck import spec_examples
 from crosscheck.fuzz import make_case, repro
 from crosscheck.harness import ORACLES, Report, crosscheck
+from crosscheck.parallel import pmap
+from crosscheck.parallel import pool as pool_of
 from crosscheck.strategies import Limits
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
@@ -543,51 +543,6 @@ def build_case(spec: CaseSpec) -> CaseResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Parallel map
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-@contextlib.contextmanager
-def _pool(jobs: int) -> Iterator[Pool | None]:
-    """A process pool for ``jobs > 1`` (None: run in this process). Leaving the block, also
-    by an error or Ctrl-C, terminates the workers at once."""
-    if jobs <= 1:
-        yield None
-        return
-    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
-    with ctx.Pool(jobs) as pool:
-        yield pool
-
-
-def _indexed(fn: Callable[[T], R], job: tuple[int, T]) -> tuple[int, R]:
-    return job[0], fn(job[1])
-
-
-def _map(pool: Pool | None, fn: Callable[[T], R], items: Sequence[T],
-         progress: Callable[[int, int], None] | None = None,
-         cost: Callable[[T], float] | None = None) -> list[R]:
-    """``[fn(x) for x in items]``, on the pool when there is one (costly items first)."""
-    out: list[R | None] = [None] * len(items)
-    if pool is None:
-        for i, item in enumerate(items):
-            out[i] = fn(item)
-            if progress:
-                progress(i + 1, len(items))
-        return out  # type: ignore[return-value]
-    order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else \
-        range(len(items))
-    jobs = [(i, items[i]) for i in order]
-    for done, (i, result) in enumerate(
-            pool.imap_unordered(functools.partial(_indexed, fn), jobs), start=1):
-        out[i] = result
-        if progress:
-            progress(done, len(items))
-    return out  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------------------------------
 # The whole corpus
 
 
@@ -602,7 +557,7 @@ def select(pool: Pool | None, stream: Stream,
             raise RuntimeError(f"stream {stream.name}: only {len(chosen)} of {stream.quota} "
                                f"cases hit {stream.category!r} in {start} candidates")
         specs = [random_case(stream, k) for k in range(start, start + batch)]
-        for spec, hits in zip(specs, _map(pool, candidate_categories, specs)):
+        for spec, hits in zip(specs, pmap(pool, candidate_categories, specs)):
             if stream.category in hits and len(chosen) < stream.quota:
                 chosen.append(spec)
         start += batch
@@ -681,10 +636,10 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         raise InputError(f"{out}: not empty and not a corpus (no {MANIFEST}); refusing to "
                          "replace it")
     summary = BuildSummary()
-    with _pool(jobs) as pool:
+    with pool_of(jobs) as pool:
         specs = plan(pool, jobs, progress)
         with Progress("building cases", enabled=progress) as bar:
-            results = _map(pool, build_case, specs, bar, _cost)
+            results = pmap(pool, build_case, specs, bar, _cost)
     for result in results:
         summary.failures.extend(result.failures)
         for ties, doc in result.repros.items():
@@ -983,8 +938,8 @@ def check(root: str, jobs: int = 1, oracles: Sequence[str] = (),
               file=sys.stderr)
     summary = CheckSummary()
     one = functools.partial(check_case, root, oracles=tuple(oracles))
-    with _pool(jobs) as pool, Progress("checking cases", enabled=progress) as bar:
-        results = _map(pool, one, manifest["cases"], bar)
+    with pool_of(jobs) as pool, Progress("checking cases", enabled=progress) as bar:
+        results = pmap(pool, one, manifest["cases"], bar)
     for r in results:
         summary.cases += 1
         summary.lines += r.lines

@@ -36,6 +36,7 @@ from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
 from core.robustness import flips
 from core.terms import term_json, variables
+from crosscheck.parallel import can_fork, completed, pool
 
 ORACLES = ("brute", "bdd", "sat")
 HEADER = ("votes", "decision", "classes")
@@ -305,20 +306,58 @@ class Crosscheck:
     # -- explanations ---------------------------------------------------------------------------
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT,
-                     progress: Callable[[int, int], None] | None = None) -> None:
+                     progress: Callable[[int, int], None] | None = None, jobs: int = 1) -> None:
+        """Every instance's explanation against the oracles; ``jobs > 1`` forks that many
+        workers, which share the circuits and oracles built here (where fork is available)."""
         explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes)
         # On small forests every pair of SR and robustness methods faces the oracles, chosen
         # per instance (by its states: fuzz cases have three instances); on large ones the
         # defaults (what users get) alone.
         small = len(self.forest.trees) * self.forest.n_worlds() <= ALG4_LIMIT
         pairs = list(itertools.product(SR_METHODS, ROBUST_METHODS))
-        for i, x in enumerate(instances):
-            methods = (pairs[(i + sum(x)) % len(pairs)] if small
-                       else (explainer.sr_method, explainer.robust_method))
-            self._explain(explainer, x, what, *methods)
-            self.report.explained = i + 1
-            if progress:
-                progress(i + 1, len(instances))
+        methods = [pairs[(i + sum(x)) % len(pairs)] if small
+                   else (explainer.sr_method, explainer.robust_method)
+                   for i, x in enumerate(instances)]
+        if jobs <= 1 or len(instances) <= 1 or not can_fork():
+            for i, x in enumerate(instances):
+                self._explain(explainer, x, what, *methods[i])
+                self.report.explained = i + 1
+                if progress:
+                    progress(i + 1, len(instances))
+            return
+        self._prepare(explainer, what)
+        global _WORKER
+        _WORKER = (self, explainer, instances, methods, what)
+        finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
+        try:
+            with pool(min(jobs, len(instances))) as workers:
+                for i, result in completed(workers, _explain_in_worker, range(len(instances))):
+                    finished[i] = result
+                    if progress:
+                        progress(len(finished), len(instances))
+        finally:  # also on Ctrl-C: keep the finished instances' checks, in instance order
+            _WORKER = None
+            for i in sorted(finished):
+                self.report.outcomes.extend(finished[i][0])
+                self.report.disagreements.extend(finished[i][1])
+            self.report.explained = len(finished)
+
+    def _prepare(self, explainer: Explainer, what: Sequence[str]) -> None:
+        """Build the native circuits and the oracles before forking, so that workers share
+        them. A budget stop is recorded for the workers to skip on; any other failure is left
+        for them to meet again and report per instance, as a serial run does."""
+        try:
+            explainer.compiled  # compiled on first use
+            if "ce" in what:
+                for t in range(len(self.forest.classes)):
+                    explainer.negated_class(t)
+        except BudgetExceeded as exc:
+            self.native_stopped = f"stopped: {exc}"
+            return
+        except Exception:  # reported per instance by the workers' own attempts
+            return
+        for name in self.oracles:
+            self.oracle(name)
 
     def _explain(self, explainer: Explainer, x: Instance, what: Sequence[str], method: str,
                  robust: str) -> None:
@@ -423,19 +462,35 @@ class Crosscheck:
             sat.close()
 
 
+#: What forked workers explain with: the run, its explainer, the instances, the SR and
+#: robustness methods per instance, and the fields (set just before the pool forks).
+_WORKER: tuple[Crosscheck, Explainer, Sequence[Instance], list[tuple[str, str]],
+               Sequence[str]] | None = None
+
+
+def _explain_in_worker(i: int) -> tuple[list[Outcome], list[Disagreement]]:
+    """Instance ``i``'s checks, made in a forked worker on its copy of the run."""
+    assert _WORKER is not None
+    run, explainer, instances, methods, what = _WORKER
+    run.report = Report()
+    run._explain(explainer, instances[i], what, *methods[i])
+    return run.report.outcomes, run.report.disagreements
+
+
 def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
                formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
-               progress: Callable[[int, int], None] | None = None) -> Report:
+               progress: Callable[[int, int], None] | None = None, jobs: int = 1) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
-    ``progress(done, total)`` is called per instance. Ctrl-C returns the report so far, marked
-    ``interrupted`` (the checks of finished instances are kept)."""
+    ``progress(done, total)`` is called per instance; ``jobs`` worker processes share the
+    instances. Ctrl-C returns the report so far, marked ``interrupted`` (the checks of
+    finished instances are kept)."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes)
     try:
         if formulas:
             run.class_formulas()
-        run.explanations(instances, what, progress)
+        run.explanations(instances, what, progress, jobs)
     except KeyboardInterrupt:
         run.report.interrupted = True
     finally:

@@ -231,3 +231,49 @@ def test_interrupted_crosscheck_keeps_the_finished_checks(tmp_path, monkeypatch,
     assert "interrupted (ties first) after 1 of 3 instances" in out
     assert "ties all" not in out  # the run stops at the interruption
     assert "agree" in out and "sufficient_reasons" in out  # the first instance's checks
+
+
+def _table(report):
+    return [(o.check, o.engine, o.status, o.detail) for o in report.outcomes]
+
+
+def test_jobs_give_the_serial_report(monkeypatch):
+    rng = random.Random(5)
+    f = random_forest(rng, Limits(max_features=3, max_states=3, max_trees=4, max_classes=3))
+    xs = [random_instance(rng, f) for _ in range(5)]
+    serial = crosscheck(f, xs, formulas=False)
+    parallel = crosscheck(f, xs, formulas=False, jobs=2)
+    assert serial.ok and parallel.explained == 5
+    assert _table(parallel) == _table(serial)
+    # A planted error is found by the workers as by a serial run, instance by instance.
+    monkeypatch.setattr(Explainer, "explain", planted(
+        lambda e: dataclasses.replace(e, robustness=(e.robustness or 0) + 1)))
+    serial = crosscheck(f, xs, formulas=False)
+    parallel = crosscheck(f, xs, formulas=False, jobs=3)
+    assert not serial.ok and _table(parallel) == _table(serial)
+    assert [d.to_json() for d in parallel.disagreements] == \
+        [d.to_json() for d in serial.disagreements]
+
+
+def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt():
+    f, xs = susan_case()
+    serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False)
+    parallel = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False, jobs=2)
+    assert _table(parallel) == _table(serial)
+    assert sum(o.check == "explain" for o in parallel.outcomes) == 3
+
+    def stop(done, total):
+        raise KeyboardInterrupt
+
+    report = crosscheck(f, xs * 3, oracles=("brute",), formulas=False, jobs=2, progress=stop)
+    assert report.interrupted and report.explained == 1
+    assert _table(report) == _table(crosscheck(f, xs, oracles=("brute",), formulas=False))
+
+
+def test_jobs_must_be_positive(tmp_path, capsys):
+    f, xs = susan_case()
+    (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
+    (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
+    assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+                 str(tmp_path / "i.jsonl"), "--jobs", "0"]) == 2
+    assert "--jobs must be positive" in capsys.readouterr().err

@@ -1,0 +1,63 @@
+"""Process pools for ``--jobs`` (corpus build and check, crosscheck): a pool that dies with
+its block, and a map that reports each result as it completes."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import multiprocessing
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.pool import Pool
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def can_fork() -> bool:
+    """Whether workers can be forked: they then share the parent's built state (compiled
+    circuits, solvers) instead of rebuilding it."""
+    return sys.platform != "win32" and "fork" in multiprocessing.get_all_start_methods()
+
+
+@contextlib.contextmanager
+def pool(jobs: int) -> Iterator[Pool | None]:
+    """A process pool for ``jobs > 1`` (None: run in this process). Leaving the block, also
+    by an error or Ctrl-C, terminates the workers at once."""
+    if jobs <= 1:
+        yield None
+        return
+    ctx = multiprocessing.get_context("fork" if can_fork() else "spawn")
+    with ctx.Pool(jobs) as workers:
+        yield workers
+
+
+def _indexed(fn: Callable[[T], R], job: tuple[int, T]) -> tuple[int, R]:
+    return job[0], fn(job[1])
+
+
+def completed(workers: Pool | None, fn: Callable[[T], R], items: Sequence[T],
+              cost: Callable[[T], float] | None = None) -> Iterator[tuple[int, R]]:
+    """``(i, fn(items[i]))`` for every item, as each finishes: in order in this process, in
+    completion order on the pool (costly items started first)."""
+    if workers is None:
+        for i, item in enumerate(items):
+            yield i, fn(item)
+        return
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else \
+        range(len(items))
+    yield from workers.imap_unordered(functools.partial(_indexed, fn),
+                                      [(i, items[i]) for i in order])
+
+
+def pmap(workers: Pool | None, fn: Callable[[T], R], items: Sequence[T],
+         progress: Callable[[int, int], None] | None = None,
+         cost: Callable[[T], float] | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, on the pool when there is one (costly items first)."""
+    out: list[R | None] = [None] * len(items)
+    for done, (i, result) in enumerate(completed(workers, fn, items, cost), start=1):
+        out[i] = result
+        if progress:
+            progress(done, len(items))
+    return out  # type: ignore[return-value]
