@@ -346,6 +346,8 @@ class Crosscheck:
         """Build the native circuits and the oracles before forking, so that workers share
         them. A budget stop is recorded for the workers to skip on; any other failure is left
         for them to meet again and report per instance, as a serial run does."""
+        if self.native_stopped:
+            return  # the workers skip the native steps, as a serial run does
         try:
             explainer.compiled  # compiled on first use
             if "ce" in what:

@@ -255,12 +255,22 @@ def test_jobs_give_the_serial_report(monkeypatch):
         [d.to_json() for d in serial.disagreements]
 
 
-def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt():
+def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt(monkeypatch):
+    import core.explain
+
     f, xs = susan_case()
     serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False)
     parallel = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False, jobs=2)
     assert _table(parallel) == _table(serial)
     assert sum(o.check == "explain" for o in parallel.outcomes) == 3
+    # Stopped by the class-formula checks, the explainer is not compiled again to be shared.
+    compiles = []
+    real = core.explain.compile_dg
+    monkeypatch.setattr(core.explain, "compile_dg",
+                        lambda *a, **k: compiles.append(1) or real(*a, **k))
+    serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3)
+    parallel = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, jobs=2)
+    assert compiles == [] and _table(parallel) == _table(serial)
 
     def stop(done, total):
         raise KeyboardInterrupt
