@@ -70,7 +70,10 @@ def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
         forest, instances = make_case(seed, k, case_limits, stream)
         for ties in TIES:
             def check(f: Forest, xs: list[Instance], ties: str = ties) -> Any:
-                return crosscheck(f, xs, ties, used, what, formulas, seed=k)
+                report = crosscheck(f, xs, ties, used, what, formulas, seed=k)
+                if report.interrupted:  # Ctrl-C: a partial report is no case (nor a shrink step)
+                    raise KeyboardInterrupt
+                return report
 
             report = check(forest, instances)
             checks += report.checks()

@@ -1,11 +1,17 @@
 """Process pools for ``--jobs`` (corpus build and check, crosscheck): a pool that dies with
-its block, and a map that reports each result as it completes."""
+its block, and a map that reports each result as it completes.
+
+Ctrl-C is the parent's to handle: workers ignore SIGINT, and the parent terminates them when
+it leaves the pool's block. A worker that sees KeyboardInterrupt anyway (a solver library's own
+SIGINT handler, as PySAT installs during a call) passes it on as a result, and the parent
+raises it, instead of the worker dying and the parent waiting for its result forever."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import multiprocessing
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.pool import Pool
@@ -29,12 +35,23 @@ def pool(jobs: int) -> Iterator[Pool | None]:
         yield None
         return
     ctx = multiprocessing.get_context("fork" if can_fork() else "spawn")
-    with ctx.Pool(jobs) as workers:
+    with ctx.Pool(jobs, initializer=_leave_sigint) as workers:
         yield workers
 
 
-def _indexed(fn: Callable[[T], R], job: tuple[int, T]) -> tuple[int, R]:
-    return job[0], fn(job[1])
+def _leave_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _Interrupted:
+    """A worker's result standing for the KeyboardInterrupt it met."""
+
+
+def _indexed(fn: Callable[[T], R], job: tuple[int, T]) -> tuple[int, R | _Interrupted]:
+    try:
+        return job[0], fn(job[1])
+    except KeyboardInterrupt:
+        return job[0], _Interrupted()
 
 
 def completed(workers: Pool | None, fn: Callable[[T], R], items: Sequence[T],
@@ -47,8 +64,11 @@ def completed(workers: Pool | None, fn: Callable[[T], R], items: Sequence[T],
         return
     order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else \
         range(len(items))
-    yield from workers.imap_unordered(functools.partial(_indexed, fn),
-                                      [(i, items[i]) for i in order])
+    for i, result in workers.imap_unordered(functools.partial(_indexed, fn),
+                                            [(i, items[i]) for i in order]):
+        if isinstance(result, _Interrupted):
+            raise KeyboardInterrupt
+        yield i, result
 
 
 def pmap(workers: Pool | None, fn: Callable[[T], R], items: Sequence[T],

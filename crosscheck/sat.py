@@ -52,7 +52,8 @@ reified encoding above.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from pysat.card import CardEnc, EncType, ITotalizer
@@ -65,6 +66,23 @@ from core.errors import InputError
 from core.explanation import ALL_WHAT, Explanation
 from core.forest import Branching, Forest, Instance, Leaf, check_ties
 from core.terms import Clause, Literal, Term
+
+#: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
+#: KeyboardInterrupt, and the interrupted solver must not be called again.
+PYSAT_INTERRUPT = "Caught keyboard interrupt"
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C inside a PySAT call surfaces as KeyboardInterrupt, so that callers stop as on
+    any other Ctrl-C instead of taking it for a solver failure."""
+    try:
+        yield
+    except Exception as exc:
+        if PYSAT_INTERRUPT in str(exc):
+            raise KeyboardInterrupt from exc
+        raise
+
 
 #: Cardinality encodings accepted by the ``encoding`` parameter.
 ENCODINGS = {
@@ -233,9 +251,21 @@ class SatOracle:
 
     # -- primitive queries ------------------------------------------------------------------
 
+    def _solve(self, solver: Solver, assumptions: Sequence[int] = ()) -> bool:
+        """``solver.solve(assumptions)``. Ctrl-C inside it raises KeyboardInterrupt, and the
+        oracle drops that solver (PySAT leaves it unusable): the next query builds a new one."""
+        try:
+            with interruptible():
+                return solver.solve(assumptions=list(assumptions))
+        except KeyboardInterrupt:
+            if solver is self._solver:
+                self._solver = Solver(name=self.solver_name, bootstrap_with=self.clauses)
+            self._goal_solvers = {g: s for g, s in self._goal_solvers.items() if s is not solver}
+            raise
+
     def _model(self, assumptions: list[int]) -> list[int] | None:
         """A model under the assumptions, or None when they are unsatisfiable."""
-        if self._solver.solve(assumptions=assumptions):
+        if self._solve(self._solver, assumptions):
             return self._solver.get_model()
         return None
 
@@ -446,7 +476,7 @@ class SatOracle:
                 proposer.append_formula(CardEnc.equals(options, 1, vpool=pool).clauses)
             if pinned is not None:
                 proposer.add_clause([pool.id(pinned)])
-            while proposer.solve():
+            while self._solve(proposer):
                 a = dict(choice[v] for v in proposer.get_model() if v in choice)
                 model = self._model(base + self._boxes(x, a, features))
                 if model is None:
@@ -511,9 +541,9 @@ class SatOracle:
             return cache[goal]
         solver = self._goal_solver(goal)
         found: list[frozenset[int]] = []
-        if solver.solve(assumptions=self._fix(x, range(self.n_features))):
+        if self._solve(solver, self._fix(x, range(self.n_features))):
             found.append(frozenset())  # x itself satisfies the goal
-        elif solver.solve():
+        elif self._solve(solver):
             changed = [-row[x[f]] for f, row in enumerate(self._state_vars) if len(row) > 1]
             counter = ITotalizer(lits=changed, ubound=len(changed), top_id=self._pool.top)
             self._pool.occupy(self._pool.top + 1, counter.top_id)
@@ -523,7 +553,7 @@ class SatOracle:
             solver.append_formula([[-active] + c for c in counter.cnf.clauses])
             for k in range(1, len(changed) + 1):
                 bound = [-counter.rhs[k]] if k < len(changed) else []
-                while solver.solve(assumptions=[active] + bound):
+                while self._solve(solver, [active] + bound):
                     freer = self._diff(solver.get_model(), x)
                     found.append(freer)
                     solver.add_clause([-active] + self._fix(x, sorted(freer)))
@@ -543,7 +573,7 @@ class SatOracle:
         if freers == [frozenset()]:
             return []  # x satisfies the goal: no fixing blocks it
         with Hitman(bootstrap_with=[sorted(w) for w in freers], solver="mgh",
-                    htype="sat") as hitman:
+                    htype="sat") as hitman, interruptible():
             return [frozenset(h) for h in hitman.enumerate()]
 
     def _simple(self, x: Sequence[int], sets: Iterable[frozenset[int]]) -> tuple[Term, ...]:
@@ -582,7 +612,7 @@ class SatOracle:
             for row, s in zip(self._state_vars, x):
                 if len(row) > 1:
                     wcnf.append([row[s]], weight=1)
-            with RC2(wcnf, solver=self.solver_name) as rc2:
+            with RC2(wcnf, solver=self.solver_name) as rc2, interruptible():
                 cache["robustness"] = None if rc2.compute() is None else rc2.cost
         return cache["robustness"]
 

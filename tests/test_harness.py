@@ -287,3 +287,45 @@ def test_jobs_must_be_positive(tmp_path, capsys):
     assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
                  str(tmp_path / "i.jsonl"), "--jobs", "0"]) == 2
     assert "--jobs must be positive" in capsys.readouterr().err
+
+
+def _interrupt_on_one(i):
+    if i == 1:
+        raise KeyboardInterrupt  # as a solver's own SIGINT handler makes a worker see it
+    return i
+
+
+def test_a_worker_meeting_ctrl_c_interrupts_the_parent_instead_of_hanging():
+    from crosscheck.parallel import completed, pool
+
+    with pool(2) as workers:
+        with pytest.raises(KeyboardInterrupt):
+            list(completed(workers, _interrupt_on_one, [0, 1, 2, 3]))
+
+
+def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
+    from crosscheck.sat import SatOracle
+
+    def robustness(self, x):
+        raise KeyboardInterrupt  # what crosscheck.sat raises for Ctrl-C inside PySAT
+
+    monkeypatch.setattr(SatOracle, "robustness", robustness)
+    f, xs = susan_case()
+    for jobs in (1, 2):
+        report = crosscheck(f, xs * 2, oracles=("sat",), formulas=False, jobs=jobs)
+        assert report.interrupted and report.ok and report.explained == 0  # not a crash
+
+
+def test_fuzz_stops_at_an_interrupted_report(monkeypatch, tmp_path):
+    import crosscheck.fuzz as fuzz
+
+    real = fuzz.crosscheck
+
+    def interrupted(*args, **kwargs):
+        report = real(*args, **kwargs)
+        report.interrupted = True
+        return report
+
+    monkeypatch.setattr(fuzz, "crosscheck", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_case(3, 0, Limits(), ("brute",), str(tmp_path))

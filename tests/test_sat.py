@@ -332,3 +332,39 @@ def test_member_and_votes_match_the_forest():
                     assert list(oracle.classes_of(w)) == forest.classes_of(w, ties)
                     assert [c for c in range(len(forest.classes)) if oracle.member(w, c)] == \
                         forest.classes_of(w, ties)
+
+
+def test_ctrl_c_inside_a_solver_call_is_keyboard_interrupt_and_the_solver_is_replaced():
+    import pysolvers
+
+    rng = random.Random(3)
+    forest = random_forest(rng, LIMITS)
+    xs = [random_instance(rng, forest) for _ in range(2)]
+
+    def interrupted(assumptions=()):
+        raise pysolvers.error("Caught keyboard interrupt")  # what PySAT raises on Ctrl-C
+
+    with SatOracle(forest) as oracle:
+        broken = oracle._solver
+        broken.solve = interrupted
+        with pytest.raises(KeyboardInterrupt):
+            oracle.member(xs[0], 0)
+        assert oracle._solver is not broken  # never called again
+        assert [c for c in range(len(forest.classes)) if oracle.member(xs[0], c)] == \
+            forest.classes_of(xs[0], "first")
+        expected = oracle.necessary_reasons(xs[0])
+        goal = oracle._not_delta(xs[0])
+        oracle._goal_solvers[goal].solve = interrupted
+        oracle._cache_owner = None
+        with pytest.raises(KeyboardInterrupt):
+            oracle.necessary_reasons(xs[0])
+        assert goal not in oracle._goal_solvers or \
+            oracle._goal_solvers[goal].solve is not interrupted
+        assert oracle.necessary_reasons(xs[0]) == expected
+
+        def failed(assumptions=()):
+            raise pysolvers.error("some other failure")
+
+        oracle._solver.solve = failed
+        with pytest.raises(pysolvers.error):  # other errors are not taken for Ctrl-C
+            oracle.member(xs[1], 0)
