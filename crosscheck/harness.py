@@ -36,6 +36,7 @@ from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
 from core.robustness import flips
 from core.terms import term_json, variables
+from crosscheck.brute import GENERAL as BRUTE_GENERAL
 from crosscheck.parallel import can_fork, completed, pool
 
 ORACLES = ("brute", "bdd", "sat")
@@ -383,11 +384,18 @@ class Crosscheck:
                 self._guard("explain", ("native", name), shown,
                             lambda: self._against_sat(x, shown, ours, mine, oracle, what))
                 continue
+            fields = what
+            beyond = oracle.general_too_big() if name == "brute" else None
+            if beyond:  # the worlds fit, the general candidates do not: the rest is checked
+                fields = tuple(k for k in what if k not in BRUTE_GENERAL)
+                for k in what:
+                    if k in BRUTE_GENERAL:
+                        self.report.skip(WHAT_FIELDS[k], name, beyond)
             theirs = self._guard("explain", ("native", name), shown,
-                                 lambda: oracle.explain(x, what))
+                                 lambda: oracle.explain(x, fields))
             if theirs is not None:
                 self._fields(name, shown, mine, theirs.to_json(),
-                             HEADER + tuple(WHAT_FIELDS[k] for k in what))
+                             HEADER + tuple(WHAT_FIELDS[k] for k in fields))
             if name == "brute" and "flips" in what:
                 self._guard("shortest flip worlds", ("native", name), shown,
                             lambda: self._flip_worlds(x, shown, ours, oracle))

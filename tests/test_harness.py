@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from core.errors import InputError
 from core.explain import Explainer
 from core.forest import instance_to_json
 from crosscheck.cli import main
@@ -329,3 +330,23 @@ def test_fuzz_stops_at_an_interrupted_report(monkeypatch, tmp_path):
     monkeypatch.setattr(fuzz, "crosscheck", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_case(3, 0, Limits(), ("brute",), str(tmp_path))
+
+
+def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch):
+    import crosscheck.brute as brute
+
+    f, xs = susan_case()
+    assert brute.BruteForce(f).general_too_big() is None
+    monkeypatch.setattr(brute, "MAX_GENERAL_CANDIDATES", 2)
+    oracle = brute.BruteForce(f)
+    assert "exceed the brute force's 2^1" in oracle.general_too_big()
+    with pytest.raises(InputError, match="leave out gsr, gnr, flips"):
+        oracle.explain(xs[0], ("sr", "gsr"))
+    assert oracle.explain(xs[0], ("sr", "nr")).sufficient_reasons
+    report = crosscheck(f, xs, formulas=False)
+    assert report.ok
+    status = {(o.check, o.engine): o.status for o in report.outcomes}
+    for field in ("general_sufficient_reasons", "general_necessary_reasons", "shortest_flips"):
+        assert status[(field, "brute")] == "skipped" and status[(field, "bdd")] == "agree"
+    for field in ("sufficient_reasons", "necessary_reasons", "robustness", "shortest flip worlds"):
+        assert status[(field, "brute")] == "agree"
