@@ -91,6 +91,15 @@ class Explainer:
             self._apply = Apply(comp.dg)
         return self._compiled
 
+    def compile(self, negated: bool = False) -> None:
+        """Compile now what :meth:`explain` would compile on first use: the class formulas
+        and, with ``negated``, every ``¬R^t`` graph that CEs search (so a benchmark times
+        compiling apart, and forked workers share the graphs)."""
+        self.compiled  # the property compiles on first use
+        if negated:
+            for t in range(len(self.forest.classes)):
+                self.negated_class(t)
+
     def negated_class(self, t: int) -> int:
         """``¬R^t`` as one decision graph: Alg. 3A's conjunction, negated (cached)."""
         if t not in self._negated:

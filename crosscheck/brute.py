@@ -153,9 +153,9 @@ class BruteForce:
     def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT) -> Explanation:
         """Every requested field of SPEC §5, each from its definition in SPEC §3 (the
         :data:`GENERAL` ones only within :meth:`general_too_big`'s bound)."""
-        if any(k in GENERAL for k in what) and self.general_too_big():
-            raise InputError(f"brute force: {self.general_too_big()}; leave out "
-                             f"{', '.join(GENERAL)}")
+        beyond = self.general_too_big() if any(k in GENERAL for k in what) else None
+        if beyond:
+            raise InputError(f"brute force: {beyond}; leave out {', '.join(GENERAL)}")
         forest = self.forest
         votes = forest.votes(x)
         decision = forest.decision(x)

@@ -350,10 +350,7 @@ class Crosscheck:
         if self.native_stopped:
             return  # the workers skip the native steps, as a serial run does
         try:
-            explainer.compiled  # compiled on first use
-            if "ce" in what:
-                for t in range(len(self.forest.classes)):
-                    explainer.negated_class(t)
+            explainer.compile(negated="ce" in what)
         except BudgetExceeded as exc:
             self.native_stopped = f"stopped: {exc}"
             return

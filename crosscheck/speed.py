@@ -39,7 +39,7 @@ def bench_oracles(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         explainer = Explainer(forest, max_nodes=args.node_budget)
         try:
-            explainer.compiled
+            explainer.compile()
         except BudgetExceeded as exc:
             stopped(table, {"dataset": name, "t": trees}, exc)
             continue
