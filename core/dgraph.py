@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations
+from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
 from core.errors import BudgetExceeded
 from core.forest import Feature, Forest, mask_states, weak_test_once_violation
 
@@ -168,6 +168,37 @@ class DG:
         if self.backend == "c" and len(self.features) > 64:
             return min_deviations(self.feature, self.store.segments, roots, x)
         return self.store.min_deviations(list(roots), list(x))
+
+    def violations(self, roots: Sequence[int], x: Sequence[int],
+                   boxes: Sequence[tuple[Sequence[int], int]]
+                   ) -> list[tuple[tuple[int, int], ...] | None]:
+        """For each box ``(states per feature, features of weight 1)`` containing ``x``: None
+        when it implies the general reason of ``∧ roots`` at ``x``, else a clause of that
+        reason it violates, as the term of the branches its path to false deviates on
+        ``((feature, branch states), ...)`` (the clause's literals are their complements),
+        of least weight (:func:`core.dgstore.violations`; graphs testing each feature once
+        per path). The C store counts in 16 bits; beyond, the reference runs on its segments."""
+        records = []
+        for states, weights in boxes:
+            record = bytearray(weights >> f & 1 for f in range(len(self.features)))
+            for f, m in enumerate(states):
+                record += bytes(m >> s & 1 for s in range(self.features[f].n_states))
+            records.append(bytes(record))
+        n_states = [f.n_states for f in self.features]
+        if self.backend == "c" and (len(n_states) >= 1 << 14 or max(n_states) > 0xFFFF):
+            # beyond the C store's 16-bit costs and state counts: the reference on segments
+            paths = violations(n_states, self.feature, self.store.segments,
+                               self.reachable(roots), roots, x, records)
+        else:
+            paths = self.store.violations(list(roots), list(x), records)
+        out: list[tuple[tuple[int, int], ...] | None] = []
+        for path in paths:
+            if path is None:
+                out.append(None)
+                continue
+            out.append(tuple((self.feature[n], next(m for m, c in self.branches[n] if c == child))
+                             for n, child in path))
+        return out
 
     def size(self, roots: Iterable[int]) -> int:
         """Distinct nodes below the roots, leaves included."""

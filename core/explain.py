@@ -165,15 +165,14 @@ class Explainer:
                     r, shortest = shortest_sets(nr_sets)
                 fields["robustness"] = r
                 clock.lap("robust")
-            # GR in full for the GSRs; otherwise only its clauses that can matter: those on
-            # the features of an NR (GNRs) or of a shortest one (flips).
-            if {"gsr", "gnr", "flips"} & wanted:
-                within = None if "gsr" in wanted else nr_sets if "gnr" in wanted else shortest
-                gr = general_reason(dg, roots, x, nnf, within)
+            # The GSRs check boxes on the graph itself; the GNRs and flips need only the
+            # clauses of GR on the features of an NR or of a shortest one.
+            if {"gnr", "flips"} & wanted:
+                gr = general_reason(dg, roots, x, nnf, nr_sets if "gnr" in wanted else shortest)
                 clock.lap("reasons")
             if "gsr" in what:
-                assert nnf.is_or_decomposable([gr])
-                fields["general_sufficient_reasons"] = Explanation.sets(gsrs(nnf, gr, sr_sets))
+                assert all(dg.ordered[r] for r in roots)
+                fields["general_sufficient_reasons"] = Explanation.sets(gsrs(dg, roots, x, sr_sets))
                 clock.lap("gsr")
             if "gnr" in what:
                 fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))

@@ -20,13 +20,17 @@ sets ``allowed`` known in advance.
 - GSRs (:func:`gsrs`): the GSRs on an SR set ``v`` are the maximal boxes (terms) on ``v``
   that contain the instance and imply GR. They are found by Berge's multiplication of boxes by
   clauses, starting from the unconstrained box, with the clauses of GR discovered on demand: a
-  box that satisfies every clause known so far is checked against GR itself (batched, one pass
-  over the circuit for many boxes) and either implies it or yields a shortest violated clause.
-  Multiplying out the prime implicants bottom-up instead keeps those of every sub-circuit,
-  which grow combinatorially with the number of trees.
+  box that satisfies every clause known so far is checked against GR itself and either
+  implies it or yields a violated clause with the fewest features in ``v``. GR's clauses are
+  the decision graphs' paths to false (its closed form), so the check is one pass over the
+  graphs for many boxes, and no circuit of GR is built. Multiplying out the prime implicants
+  bottom-up instead keeps those of every sub-circuit, which grow combinatorially with the
+  number of trees.
 
-Both rely on the reason being or-decomposable (callers pass GRs of test-once graphs): a box
-implies a ∨ of children on disjoint features iff it implies one of them.
+Both rely on test-once graphs (callers pass ordered ones): the GNRs on the GR being
+or-decomposable (a box implies a ∨ of children on disjoint features iff it implies one of
+them), the GSRs on each path to false testing a feature once (its clause then has one literal
+per feature).
 
 Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`core.terms`);
 inside this module they are packed into ints (:class:`Packing`).
@@ -36,7 +40,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from core.nnf import AND, LIT, NNF, OR, TRUE
+from core.dgraph import DG
+from core.nnf import AND, LIT, NNF, OR
 from core.primes import bits
 from core.terms import Clause, Term
 
@@ -225,125 +230,23 @@ def _multiply(boxes: Iterable[int], v: int, pool: _ClausePool, found: Packed) ->
     return list(done)
 
 
-#: At most this many boxes are checked in one pass over the reason, and at most about
-#: ``_LANE_BITS`` bits of lanes are held per pass (over all nodes).
-_BATCH = 1024
-_LANE_BITS = 1 << 28
-
-
-class _Checker:
-    """Which boxes imply an or-decomposable reason, and a shortest violated clause of the others.
-
-    One pass over the circuit evaluates a batch of boxes: each box has a lane of a few bits in
-    an int holding, per node, the fewest features of the box's SR set ``v`` in a clause of the
-    node that the box violates, or all ones (``inf``) when the box implies the node. A literal
-    on ``f`` is implied when the box's states on ``f`` lie in it, else violated at cost 1 if
-    ``f ∈ v`` and 0 otherwise (the box is full there and cannot be split on ``f``); ∧ takes
-    the lane-wise minimum (a clause of a conjunct is one of the ∧), ∨ the saturated sum (its
-    children's features are disjoint, so a clause of ∨ joins one clause of each child and
-    sums stay below ``inf``). Walking down from the root along minima then yields the
-    clause."""
-
-    def __init__(self, nnf: NNF, root: int, packing: Packing) -> None:
-        self.nnf = nnf
-        self.root = root
-        self.packing = packing
-        self.program = [(n, nnf.kind[n], nnf.args[n]) for n in nnf.reachable([root])]
-        self.cost_bits = (len(packing.full) + 1).bit_length()  # inf = 2**cost_bits - 1 > costs
-        self.width = self.cost_bits + 2  # a spare bit for sums, and a guard bit
-
-    def check(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
-        """For each ``(box, v)``: None if the box implies the reason, else a violated clause
-        (packed negated, with its features) with the fewest features in ``v``."""
-        size = max(1, min(_BATCH, _LANE_BITS // (self.width * len(self.program))))
-        out: list[tuple[int, int] | None] = []
-        for start in range(0, len(boxes), size):
-            out.extend(self._batch(boxes[start:start + size]))
-        return out
-
-    def _batch(self, boxes: Sequence[tuple[int, int]]) -> list[tuple[int, int] | None]:
-        nnf, packing, width = self.nnf, self.packing, self.width
-        inf = (1 << self.cost_bits) - 1
-        lows = 0
-        for i in range(len(boxes)):
-            lows |= 1 << width * i
-        shift = width - 1
-        guards, infs, spread = lows << shift, lows * inf, (1 << shift) - 1
-        # lanes[f][m]: the boxes allowing exactly the states m on f; within[f]: f in their v
-        lanes: list[dict[int, int]] = [{} for _ in packing.full]
-        within = [0] * len(packing.full)
-        for i, (box, v) in enumerate(boxes):
-            lane = 1 << width * i
-            for f, by_states in enumerate(lanes):
-                m = packing.field(box, f)
-                by_states[m] = by_states.get(m, 0) | lane
-            for f in bits(v):
-                within[f] |= lane
-        value = [0] * len(nnf.kind)
-        for n, kind, args in self.program:
-            if kind == AND:
-                a = value[args[0]]
-                for c in args[1:]:
-                    b = value[c]
-                    smaller = (((a | guards) - b) & guards) >> shift  # lanes with a >= b
-                    a ^= (a ^ b) & smaller * spread
-                value[n] = a
-            elif kind == OR:
-                a = value[args[0]]
-                for c in args[1:]:
-                    a += value[c]
-                    over = (((a | guards) - infs) & guards) >> shift  # lanes with a >= inf
-                    a = a & ~(over * spread) | over * inf
-                value[n] = a
-            elif kind == LIT:
-                f, lit = args
-                inside = 0
-                for m, boxes_m in lanes[f].items():
-                    if m & ~lit == 0:
-                        inside |= boxes_m
-                value[n] = inside * inf | within[f] & ~inside
-            else:
-                value[n] = infs if n == TRUE else 0
-        out: list[tuple[int, int] | None] = []
-        ones = (1 << width) - 1
-        for i in range(len(boxes)):
-            at = width * i
-            if value[self.root] >> at & ones == inf:
-                out.append(None)
-                continue
-            negated, features = packing.top, 0
-            stack = [self.root]
-            while stack:
-                n = stack.pop()
-                kind, args = nnf.kind[n], nnf.args[n]
-                if kind == LIT:
-                    f, lit = args
-                    negated &= ~(lit << packing.offsets[f])
-                    features |= 1 << f
-                elif kind == OR:
-                    stack.extend(args)
-                elif kind == AND:
-                    cost = value[n] >> at & ones
-                    stack.append(next(c for c in args if value[c] >> at & ones == cost))
-            out.append((negated, features))
-        return out
-
-
-def gsrs(nnf: NNF, root: int, allowed: Sequence[int]) -> list[Term]:
-    """Variable-minimal prime implicants of the or-decomposable GR ``root`` whose feature
-    sets are ``allowed`` (the SR feature sets: ``allowed`` must be exactly the minimal sets
-    whose instance term implies GR).
+def gsrs(dg: DG, roots: Sequence[int], x: Sequence[int], allowed: Sequence[int]) -> list[Term]:
+    """Variable-minimal prime implicants of the general reason of the ordered graphs
+    ``∧ roots`` at ``x`` whose feature sets are ``allowed`` (the SR feature sets: ``allowed``
+    must be exactly the minimal sets whose instance term implies GR).
 
     A box on an SR set ``v`` that implies GR mentions all of ``v`` (it contains the instance,
     so a smaller feature set would hold an SR set strictly inside ``v``). Every box starts
     unconstrained and is multiplied by the known clauses (:func:`_multiply`); the boxes that
-    satisfy them all are checked against GR (:class:`_Checker`): those implying it are kept,
-    the others contribute the clause they violate and go round again. It ends when no box is
-    left unchecked; by the invariant of :func:`_multiply` every GSR is then inside a kept box,
-    and a kept box implies GR, so the maximal kept boxes are the GSRs."""
-    packing = Packing([f.full for f in nnf.features])
+    satisfy them all are checked against GR in one pass over the graphs
+    (:meth:`core.dgraph.DG.violations`, GR's clauses being their paths to false): those
+    implying it are kept, the others contribute a violated clause with the fewest features
+    in ``v`` and go round again. It ends when no box is left unchecked; by the invariant of
+    :func:`_multiply` every GSR is then inside a kept box, and a kept box implies GR, so the
+    maximal kept boxes are the GSRs."""
+    packing = Packing(dg.full)
+    features = range(len(dg.full))
     pool = _ClausePool(packing)
-    checker = _Checker(nnf, root, packing)
     found: dict[int, Packed] = {v: {} for v in allowed}
     pending: dict[int, list[int]] = {v: [packing.top] for v in found}
     while True:
@@ -352,12 +255,18 @@ def gsrs(nnf: NNF, root: int, allowed: Sequence[int]) -> list[Term]:
         if not unchecked:
             break
         pending = {v: [] for v in found}
-        for (box, v), clause in zip(unchecked, checker.check(unchecked)):
-            if clause is None:
+        verdicts = dg.violations(roots, x, [([packing.field(box, f) for f in features], v)
+                                            for box, v in unchecked])
+        for (box, v), path in zip(unchecked, verdicts):
+            if path is None:
                 found[v][box] = v
-            else:
-                pool.add(*clause)
-                pending[v].append(box)
+                continue
+            negated, on = packing.top, 0  # the clause's negation: the branches taken
+            for f, states in path:
+                negated = negated & ~packing.masks[f] | states << packing.offsets[f]
+                on |= 1 << f
+            pool.add(negated, on)
+            pending[v].append(box)
     return [packing.unpack(t, v) for v, boxes in found.items() for t in maximal(boxes, packing)]
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import core.general as general
+from core import dgraph
 from core.explain import Explainer
 from core.general import Packing, close_by_resolution, maximal
 from crosscheck.brute import BruteForce
@@ -89,9 +90,9 @@ def test_maximal_boxes_are_the_falsified_part():
 
 
 @pytest.fixture
-def tiny_batches(monkeypatch):
-    """Check boxes two at a time (antichains are always indexed: ``general.maximal``)."""
-    monkeypatch.setattr(general, "_BATCH", 2)
+def python_store(monkeypatch):
+    """The pure-Python store, whose box check (``PyStore.violations``) the GSRs then use."""
+    monkeypatch.setattr(dgraph, "BACKEND", "python")
 
 
 # The fixture only sets a constant for the whole test, so sharing it between inputs is fine.
@@ -99,7 +100,7 @@ def tiny_batches(monkeypatch):
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(forest_and_instance(Limits(max_features=4, max_states=5, max_trees=7)),
        st.sampled_from(["first", "all"]))
-def test_general_reasons_with_tiny_batches_equal_brute_force(tiny_batches, case, ties):
+def test_general_reasons_through_the_python_store_equal_brute_force(python_store, case, ties):
     f, x = case
     what = ("gsr", "gnr", "robust", "flips")
     ours = Explainer(f, ties).explain(x, what).to_json()
