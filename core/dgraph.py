@@ -185,7 +185,7 @@ class DG:
                 record += bytes(m >> s & 1 for s in range(self.features[f].n_states))
             records.append(bytes(record))
         n_states = [f.n_states for f in self.features]
-        if self.backend == "c" and (len(n_states) >= 1 << 14 or max(n_states) > 0xFFFF):
+        if self.backend == "c" and (len(n_states) >= 1 << 14 or max(n_states, default=0) > 0xFFFF):
             # beyond the C store's 16-bit costs and state counts: the reference on segments
             paths = violations(n_states, self.feature, self.store.segments,
                                self.reachable(roots), roots, x, records)

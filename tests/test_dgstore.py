@@ -293,7 +293,8 @@ def test_violations_on_a_path_deviating_on_every_feature(monkeypatch, backend, k
     for f in reversed(range(k)):
         node = dg.node(f, ((0b01, TRUE), (0b10, node)))
     everything = (1 << k) - 1
-    paths = dg.violations([node], [0] * k, [([0b11] * k, everything), ([0b11] * (k - 1) + [0b01], 0)])
+    boxes = [([0b11] * k, everything), ([0b11] * (k - 1) + [0b01], 0)]
+    paths = dg.violations([node], [0] * k, boxes)
     assert paths == [tuple((f, 0b10) for f in range(k)), None]
 
 

@@ -1,6 +1,6 @@
 """The packed machinery of core.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
-antichains, prime implicates as maximal boxes of the falsified grid, and the batched and indexed paths that the small
-property-test forests do not reach on their own."""
+antichains, prime implicates as maximal boxes of the falsified grid, and the general reasons
+through the pure-Python store's box check (the C store's is the default elsewhere)."""
 
 from __future__ import annotations
 
