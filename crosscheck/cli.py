@@ -22,6 +22,17 @@ from core.forest import TIES, forest_from_json, load_forest, load_instances, loa
 from core.progress import Progress
 
 
+def positive_int(text: str) -> int:
+    """argparse type of ``--jobs``: a positive integer (argparse exits 2 with the message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rfcircuits",
@@ -40,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ties", choices=TIES + ("both",), default="first")
     p.add_argument("--what", default="all")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=positive_int, default=1,
                    help="worker processes sharing the instances (default 1)")
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
@@ -51,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("fuzz", help="random small forests through every oracle")
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--jobs", type=positive_int, default=1)
     p.add_argument("--max-features", type=int, default=4)
     p.add_argument("--max-states", type=int, default=4)
     p.add_argument("--max-trees", type=int, default=7)
@@ -68,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "class formulas, Apply, reasons, primes, robustness)")
     p.add_argument("--sample", type=int, help="judge a seeded sample of N mutants")
     p.add_argument("--budget", type=float, default=20.0, help="fuzz seconds per mutant")
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--jobs", type=positive_int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_mutate)
@@ -110,13 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
     q = corpus.add_parser("build", help="regenerate the corpus deterministically; every answer "
                                         "confirmed by every oracle that fits")
     q.add_argument("--out", default="fixtures", help="corpus directory (replaced at the end)")
-    q.add_argument("--jobs", type=int, default=1, help="worker processes")
+    q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     q.add_argument("--failures", default="corpus-failures",
                    help="where repro files go when an oracle disagrees")
     q.add_argument("--no-progress", action="store_true")
     q = corpus.add_parser("check", help="re-verify a corpus with the native engine (and oracles)")
     q.add_argument("--dir", default="fixtures", help="corpus directory")
-    q.add_argument("--jobs", type=int, default=1, help="worker processes")
+    q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     q.add_argument("--oracles", nargs="?", const=",".join(ORACLE_NAMES),
                    help="also re-confirm with these oracles (comma list; alone: all)")
     q.add_argument("--no-progress", action="store_true")
@@ -173,8 +184,6 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
     budget = max_nodes(args)
-    if args.jobs < 1:
-        raise InputError("--jobs must be positive")
     failed = []
     for ties in ties_list:
         with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as progress:
@@ -204,7 +213,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from crosscheck.fuzz import fuzz, summary_json, summary_text
     from crosscheck.strategies import Limits
 
-    for name in ("seconds", "jobs", "max_features", "max_states", "max_trees", "max_classes",
+    for name in ("seconds", "max_features", "max_states", "max_trees", "max_classes",
                  "max_depth"):
         if getattr(args, name) < 1 and not (name == "seconds" and getattr(args, name) > 0):
             raise InputError(f"--{name.replace('_', '-')} must be positive")
@@ -248,8 +257,6 @@ def cmd_corpus(args: argparse.Namespace) -> int:
     """``corpus build`` / ``corpus check`` (issue 6): exit 1 on a disagreement or mismatch."""
     from crosscheck.corpus import build, check
 
-    if args.jobs < 1:
-        raise InputError("--jobs must be positive")
     if args.corpus_command == "build":
         summary = build(args.out, args.jobs, progress=not args.no_progress,
                         failures_dir=args.failures)

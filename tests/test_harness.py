@@ -285,9 +285,11 @@ def test_jobs_must_be_positive(tmp_path, capsys):
     f, xs = susan_case()
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
     (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
-    assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
-                 str(tmp_path / "i.jsonl"), "--jobs", "0"]) == 2
-    assert "--jobs must be positive" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+              str(tmp_path / "i.jsonl"), "--jobs", "0"])
+    assert exit_.value.code == 2
+    assert "argument --jobs: must be positive" in capsys.readouterr().err
 
 
 def _interrupt_on_one(i):
