@@ -1496,6 +1496,20 @@ static PyObject *Store_prepare(Store *S, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* An instance: a state index per feature, each within its feature's states (PyMem array). */
+static int instance_arg(Store *S, PyObject *obj, int32_t **out)
+{
+    if (int_array(obj, S->n_features, out, "instance states") < 0)
+        return -1;
+    for (Py_ssize_t f = 0; f < S->n_features; f++)
+        if ((*out)[f] >= S->n_states[f]) {
+            PyErr_Format(PyExc_ValueError, "instance state %d of feature %zd out of range",
+                         (*out)[f], f);
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *Store_min_deviations(Store *S, PyObject *args)
 {
     PyObject *robj, *xobj, *out = NULL;
@@ -1509,15 +1523,7 @@ static PyObject *Store_min_deviations(Store *S, PyObject *args)
         PyErr_SetString(PyExc_OverflowError, "min_deviations packs feature sets in 64 bits");
         return NULL;
     }
-    if (int_array(xobj, S->n_features, &x, "instance states") < 0)
-        goto done;
-    for (Py_ssize_t f = 0; f < S->n_features; f++)
-        if (x[f] >= S->n_states[f]) {
-            PyErr_Format(PyExc_ValueError, "instance state %d of feature %zd out of range",
-                         x[f], f);
-            goto done;
-        }
-    if (roots_arg(S, robj, &roots) < 0
+    if (instance_arg(S, xobj, &x) < 0 || roots_arg(S, robj, &roots) < 0
         || min_deviations(S, roots.v, roots.n, x, &found, &n_found) < 0)
         goto done;
     out = PyList_New((Py_ssize_t)n_found);
@@ -1758,14 +1764,8 @@ static PyObject *Store_violations(Store *S, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOO:violations", &robj, &xobj, &bobj))
         return NULL;
     Py_ssize_t k = S->n_features;
-    if (int_array(xobj, k, &x, "instance states") < 0 || roots_arg(S, robj, &roots) < 0)
+    if (instance_arg(S, xobj, &x) < 0 || roots_arg(S, robj, &roots) < 0)
         goto done;
-    for (Py_ssize_t f = 0; f < k; f++)
-        if (x[f] >= S->n_states[f]) {
-            PyErr_Format(PyExc_ValueError, "instance state %d of feature %zd out of range",
-                         x[f], f);
-            goto done;
-        }
     boxes = PySequence_Fast(bobj, "boxes must be a sequence of bytes");
     if (boxes == NULL)
         goto done;
