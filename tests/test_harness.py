@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import signal
 
 import pytest
 
@@ -298,12 +299,28 @@ def _interrupt_on_one(i):
     return i
 
 
+class _Hung(Exception):
+    pass
+
+
+def _hung(signum, frame):
+    raise _Hung
+
+
 def test_a_worker_meeting_ctrl_c_interrupts_the_parent_instead_of_hanging():
     from crosscheck.parallel import completed, pool
 
-    with pool(2) as workers:
-        with pytest.raises(KeyboardInterrupt):
-            list(completed(workers, _interrupt_on_one, [0, 1, 2, 3]))
+    # Without the hand-off, the parent would wait forever for the dead worker's result: an
+    # alarm turns that hang into this test's failure.
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(60)
+    try:
+        with pool(2) as workers:
+            with pytest.raises(KeyboardInterrupt):
+                list(completed(workers, _interrupt_on_one, [0, 1, 2, 3]))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
