@@ -1,7 +1,8 @@
 """Atomic file output: nothing half-written ever appears under the final name.
 
 Writers go to a temporary file in the target directory and are renamed over the target
-only after a successful close (``os.replace`` is atomic on POSIX).
+only after a successful close (``os.replace`` is atomic on POSIX). The file gets the
+permissions a plain write would give it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w",
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
+            os.fchmod(fd, _permissions(path))
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -43,6 +45,23 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w",
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _permissions(path: str) -> int:
+    """The mode a plain ``open(path, "w")`` would leave: an existing file's own, a new
+    file's 0o666 less the umask (``mkstemp`` creates its file 0o600, which would make every
+    output private to its writer)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: it is put straight back)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

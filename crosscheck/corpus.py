@@ -48,7 +48,7 @@ from multiprocessing.pool import Pool
 from typing import Any
 
 from core import __version__
-from core.atomicio import atomic_open
+from core.atomicio import atomic_open, current_umask
 from core.cli import safe_name
 from core.classformula import compile_nnf
 from core.dgcompile import compile_dg
@@ -686,8 +686,7 @@ def _write(path: str, text: str) -> None:
 def _plain_modes(root: str) -> None:
     """Give the corpus the modes a plain write would (temporary files and directories are
     created private)."""
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = current_umask()
     os.chmod(root, 0o777 & ~umask)
     for directory, dirs, files in os.walk(root):
         for name in dirs:

@@ -9,7 +9,7 @@ import pytest
 from sklearn.datasets import load_iris
 
 from crosscheck.cli import main
-from crosscheck.spec_examples import SUSAN_FOREST
+from crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 
 
 @pytest.fixture
@@ -122,3 +122,27 @@ def test_explain_stops_at_the_node_budget(tmp_path, capsys):
     assert "Traceback" not in captured.err
     assert main(args + ["0"]) == 0  # no limit
     assert json.loads(capsys.readouterr().out)["necessary_reasons"]
+
+
+def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):
+    import os
+
+    from core.atomicio import write_json
+
+    forest = tmp_path / "susan.forest.json"
+    write_json(forest, SUSAN_FOREST)
+    instances = tmp_path / "i.jsonl"
+    instances.write_text(json.dumps(SUSAN) + "\n")
+    previous = os.umask(0o022)
+    try:
+        assert main(["explain", "--forest", str(forest), "--instances", str(instances),
+                     "--out", str(tmp_path / "new.jsonl"), "--no-progress"]) == 0
+        assert os.stat(tmp_path / "new.jsonl").st_mode & 0o777 == 0o644  # not mkstemp's 0o600
+        os.umask(0o077)
+        write_json(tmp_path / "private.json", {})
+        assert os.stat(tmp_path / "private.json").st_mode & 0o777 == 0o600
+        os.chmod(forest, 0o640)  # an existing file keeps its own
+        write_json(forest, SUSAN_FOREST)
+        assert os.stat(forest).st_mode & 0o777 == 0o640
+    finally:
+        os.umask(previous)
