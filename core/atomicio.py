@@ -8,6 +8,7 @@ permissions a plain write would give it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -24,6 +25,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w",
     record-per-line outputs whose writer flushes only whole records.
     """
     path = os.fspath(path)
+    if os.path.isdir(path):  # found now, not at the rename after all the work
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)

@@ -93,6 +93,20 @@ def run(args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output that cannot be written: full disk, no permission...
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"rfcircuits {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        _drop_stdout()
+        return 2
+
+
+def _drop_stdout() -> None:
+    """Point the process's stdout at the null device: what is still buffered for a failed
+    stdout would otherwise fail again, with a traceback, when the interpreter flushes it at
+    exit. A replaced ``sys.stdout`` (a caller capturing output) is left alone."""
+    if sys.stdout is sys.__stdout__:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -146,3 +146,27 @@ def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):
         assert os.stat(forest).st_mode & 0o777 == 0o640
     finally:
         os.umask(previous)
+
+
+def test_an_unwritable_output_exits_2_naming_it(tmp_path, capsys):
+    import os
+    import subprocess
+    import sys
+
+    forest = tmp_path / "susan.forest.json"
+    forest.write_text(json.dumps(SUSAN_FOREST))
+    instances = tmp_path / "i.jsonl"
+    instances.write_text(json.dumps(SUSAN) + "\n")
+    explain = ["explain", "--forest", str(forest), "--instances", str(instances), "--no-progress"]
+    # a directory is refused before any work, not at the final rename
+    assert main(explain + ["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}: Is a directory" in err and "Traceback" not in err
+    assert not [p for p in os.listdir(tmp_path.parent) if p.startswith(".tmp-")]
+    if os.path.exists("/dev/full"):  # stdout on a full disk
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-c", "import sys; from crosscheck.cli import "
+                                   "main; sys.exit(main(sys.argv[1:]))", *explain],
+                                  stdout=full, stderr=subprocess.PIPE, text=True)
+        assert done.returncode == 2
+        assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
