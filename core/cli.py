@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -46,7 +47,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--out", help="directory for one circuit file per class")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
     add_max_nodes(p)
-    p.add_argument("--timeout", type=float, help="stop a decision-graph compile after S seconds")
+    p.add_argument("--timeout", type=positive_seconds,
+                   help="stop a decision-graph compile after S seconds")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(handler=cmd_compile)
 
@@ -76,6 +78,30 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
     add_max_nodes(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
+
+
+def positive_int(text: str) -> int:
+    """argparse type of counts such as ``--jobs``: a positive integer (argparse exits 2 with
+    the message)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type of durations such as ``--timeout``: a finite number above 0 (``nan``
+    would otherwise pass every ``<= 0`` check and disable the limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (0 < value < math.inf):
+        raise argparse.ArgumentTypeError("must be a positive, finite number of seconds")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,23 +14,12 @@ import sys
 from collections.abc import Sequence
 
 from core import __version__
-from core.cli import add_commands, add_max_nodes, max_nodes, run
+from core.cli import add_commands, add_max_nodes, max_nodes, positive_int, positive_seconds, run
 from core.errors import InputError
 from core.explanation import ALL_WHAT, parse_what
 from core.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
     parse_instance
 from core.progress import Progress
-
-
-def positive_int(text: str) -> int:
-    """argparse type of ``--jobs``: a positive integer (argparse exits 2 with the message)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_crosscheck)
 
     p = sub.add_parser("fuzz", help="random small forests through every oracle")
-    p.add_argument("--seconds", type=float, default=60.0)
+    p.add_argument("--seconds", type=positive_seconds, default=60.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=positive_int, default=1)
     p.add_argument("--max-features", type=int, default=4)
@@ -77,8 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mutate", help="seed faults into the native engine; count what fuzz kills")
     p.add_argument("--modules", help="comma list of module paths (default: sorting network, "
                                      "class formulas, Apply, reasons, primes, robustness)")
-    p.add_argument("--sample", type=int, help="judge a seeded sample of N mutants")
-    p.add_argument("--budget", type=float, default=20.0, help="fuzz seconds per mutant")
+    p.add_argument("--sample", type=positive_int, help="judge a seeded sample of N mutants")
+    p.add_argument("--budget", type=positive_seconds, default=20.0,
+                   help="fuzz seconds per mutant")
     p.add_argument("--jobs", type=positive_int, default=1)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
@@ -109,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--instances", type=int, default=20, help="number of instances explained")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timeout", type=float, default=60.0,
+    p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds per PyXAI call (a call past it is killed and counted)")
     p.add_argument("--no-theory", action="store_true",
                    help="run PyXAI without its domain theory (thresholds as free Booleans)")
@@ -213,9 +203,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from crosscheck.fuzz import fuzz, summary_json, summary_text
     from crosscheck.strategies import Limits
 
-    for name in ("seconds", "max_features", "max_states", "max_trees", "max_classes",
-                 "max_depth"):
-        if getattr(args, name) < 1 and not (name == "seconds" and getattr(args, name) > 0):
+    for name in ("max_features", "max_states", "max_trees", "max_classes", "max_depth"):
+        if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be positive")
     limits = Limits(args.max_features, max(2, args.max_states), args.max_trees,
                     max(2, args.max_classes), args.max_depth)

@@ -349,8 +349,6 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     for m in modules:
         if not (ROOT / m).is_file():
             raise InputError(f"--modules: no module {m} (paths relative to {ROOT})")
-    if args.budget <= 0 or (args.sample is not None and args.sample < 1):
-        raise InputError("--budget and --sample must be positive")
     data = summary(campaign(modules, args.sample, args.budget, args.jobs, args.seed))
     print(json.dumps(data, ensure_ascii=False) if args.json else report_text(data))
     return 0

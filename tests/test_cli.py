@@ -170,3 +170,20 @@ def test_an_unwritable_output_exits_2_naming_it(tmp_path, capsys):
                                   stdout=full, stderr=subprocess.PIPE, text=True)
         assert done.returncode == 2
         assert "No space left on device" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("argv, argument", [
+    (["fuzz", "--seconds", "nan"], "--seconds"),  # nan passed the old "<= 0" check: 0 cases
+    (["fuzz", "--seconds", "0"], "--seconds"),
+    (["mutate", "--budget", "nan"], "--budget"),  # was a ValueError traceback
+    (["mutate", "--sample", "0"], "--sample"),
+    (["compile", "--forest", "f.json", "--timeout", "-1"], "--timeout"),  # was "stopped", exit 1
+    (["compile", "--forest", "f.json", "--timeout", "inf"], "--timeout"),
+    (["compile", "--forest", "f.json", "--timeout", "soon"], "--timeout"),
+])
+def test_durations_and_counts_must_be_positive(argv, argument, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {argument}:" in err and "Traceback" not in err
