@@ -64,6 +64,18 @@ def selected(table: dict[str, Any], text: str | None) -> list[str]:
     return names
 
 
+
+def configurations(table: dict[str, dict[str, float]], args: argparse.Namespace
+                   ) -> Iterator[tuple[str, dict[str, float], int, Trained]]:
+    """Each dataset of ``table`` that ``--datasets`` selects: its name, the paper's row, the
+    number of trees (``--trees`` or the paper's) and the forest trained for it (announced on
+    stderr first: training a large forest takes a while)."""
+    for name in selected(table, args.datasets):
+        ref = table[name]
+        trees = args.trees or int(ref["T"])
+        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
+        yield name, ref, trees, train(args.data_dir, name, trees, args.seed)
+
 class Table:
     """Prints rows as text columns or JSON Lines, flushing each row."""
 
@@ -136,11 +148,7 @@ def bench_dg(args: argparse.Namespace) -> int:
                    ("paper_n_3b", "paper", 10), ("t_3b", "T_3B", 8), ("paper_t_3b", "paper", 7),
                    ("t_ratio", "ratio", 7)]
     out = Table(columns, args.json)
-    for name in selected(ref_table, args.datasets):
-        ref = ref_table[name]
-        trees = args.trees or int(ref["T"])
-        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
-        trained = train(args.data_dir, name, trees, args.seed)
+    for name, ref, trees, trained in configurations(ref_table, args):
         forest = trained.forest
         k = len(forest.classes)
         same = trees == ref["T"]
@@ -184,11 +192,7 @@ def bench_nnf(args: argparse.Namespace) -> int:
                    ("n_rf", "#N_RF", 6), ("a", "%A", 6), ("n_nnf", "#N_NNF", 8),
                    ("paper_n_nnf", "paper", 8), ("t_nnf", "T_NNF", 8),
                    ("paper_t_nnf", "paper", 7), ("t_ratio", "ratio", 7)], args.json)
-    for name in selected(paper.TABLE1, args.datasets):
-        ref = paper.TABLE1[name]
-        trees = args.trees or int(ref["T"])
-        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
-        trained = train(args.data_dir, name, trees, args.seed)
+    for name, ref, trees, trained in configurations(paper.TABLE1, args):
         forest = trained.forest
         seconds, comp = measure(lambda: compile_nnf(forest))
         same = trees == ref["T"]
@@ -242,11 +246,7 @@ def bench_explain(args: argparse.Namespace) -> int:
                     ("t_sgnr", "T_sGNR", 8), ("paper_t_sgnr", "paper", 7),
                     ("c_sgnr", "#C_sGNR", 7), ("paper_c_sgnr", "paper", 7)], args.json)
     rows4 = []
-    for name in selected(paper.TABLE3, args.datasets):
-        ref = paper.TABLE3[name]
-        trees = args.trees or int(ref["T"])
-        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
-        trained = train(args.data_dir, name, trees, args.seed)
+    for name, ref, trees, trained in configurations(paper.TABLE3, args):
         forest = trained.forest
         explainer = Explainer(forest, max_nodes=args.node_budget)
         print(f"[bench] {name}: compiling", file=sys.stderr, flush=True)

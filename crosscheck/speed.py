@@ -10,11 +10,10 @@ printed. A row is printed as soon as its dataset is done.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
 from core import paper
-from core.bench import Table, selected, stopped, train
+from core.bench import Table, configurations, stopped
 from core.errors import BudgetExceeded
 from core.explain import Explainer
 from crosscheck.sat import SatOracle
@@ -30,10 +29,7 @@ def bench_oracles(args: argparse.Namespace) -> int:
                    ("t_sr_native", "T_SR nat", 9), ("t_sr_sat", "T_SR SAT", 9),
                    ("sr_ratio", "SAT/nat", 8), ("agree", "agree", 6)], args.json)
     disagreements = 0
-    for name in selected(paper.TABLE3, args.datasets):
-        trees = args.trees or int(paper.TABLE3[name]["T"])
-        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
-        trained = train(args.data_dir, name, trees, args.seed)
+    for name, _, trees, trained in configurations(paper.TABLE3, args):
         forest = trained.forest
         instances = trained.test_instances[:INSTANCES]
         start = time.perf_counter()
