@@ -468,23 +468,32 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
                 states, child = bobj
                 if isinstance(child, bool) or not isinstance(child, int):
                     raise r.fail(bwhere, f"child must be a node index, not {child!r}")
-                mask = 0
-                for s in states:
-                    if isinstance(s, bool) or not isinstance(s, int):
-                        raise r.fail(bwhere, f"state indices must be integers, found {s!r}")
-                    if not 0 <= s < feature.n_states:
-                        raise r.fail(bwhere, f"state index {s} out of range for feature "
-                                             f"{fname!r} ({feature.n_states} states)")
-                    if mask >> s & 1:
-                        raise r.fail(bwhere, f"state index {s} listed twice")
-                    mask |= 1 << s
-                branches.append((mask, child))
+                branches.append((parse_states(feature, states,
+                                              lambda problem: r.fail(bwhere, problem)), child))
             nodes.append(Branching(index[fname], tuple(branches)))
         trees.append(Tree(tuple(nodes)))
     try:
         return Forest(tuple(features), tuple(classes), tuple(trees))
     except InputError as exc:
         raise r.fail("forest", str(exc)) from None
+
+
+def parse_states(feature: Feature, states: Any, fail: Callable[[str], InputError]) -> int:
+    """The bitmask of a JSON list of distinct state indices of ``feature`` (SPEC §5: tree
+    branches, circuit literals); ``fail(problem)`` makes the error naming the place."""
+    if not isinstance(states, list):
+        raise fail(f"states must be a list of state indices, not {states!r}")
+    mask = 0
+    for s in states:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise fail(f"state indices must be integers, found {s!r}")
+        if not 0 <= s < feature.n_states:
+            raise fail(f"state index {s} out of range for feature {feature.name!r} "
+                       f"({feature.n_states} states)")
+        if mask >> s & 1:
+            raise fail(f"state index {s} listed twice")
+        mask |= 1 << s
+    return mask
 
 
 def load_json_file(path: str | os.PathLike[str]) -> Any:

@@ -74,7 +74,7 @@ from typing import Any
 from core.errors import InputError
 from core.explanation import ALL_WHAT, Explanation
 from core.forest import (TIES, Branching, Forest, Instance, Leaf, Tree, check_ties,
-                         load_json_file)
+                         load_json_file, parse_states)
 from core.terms import Clause, Term
 
 NNF_FORMAT = "rfcircuits.nnf/1"
@@ -728,20 +728,8 @@ class _CircuitReader:
 
     def states(self, f: int, value: Any, where: str) -> int:
         """A state mask from a list of distinct in-range state indices of feature ``f``."""
-        feature = self.forest.features[f]
-        if not isinstance(value, list):
-            raise self.fail(where, f"states must be a list of state indices, not {value!r}")
-        mask = 0
-        for s in value:
-            if isinstance(s, bool) or not isinstance(s, int):
-                raise self.fail(where, f"state indices must be integers, found {s!r}")
-            if not 0 <= s < feature.n_states:
-                raise self.fail(where, f"state index {s} out of range for feature "
-                                       f"{feature.name!r} ({feature.n_states} states)")
-            if mask >> s & 1:
-                raise self.fail(where, f"state index {s} listed twice")
-            mask |= 1 << s
-        return mask
+        return parse_states(self.forest.features[f], value,
+                            lambda problem: self.fail(where, problem))
 
     def nnf(self, nodes: list[Any]) -> list[Bdd]:
         """The BDD of every ``rfcircuits.nnf/1`` node (children must be earlier nodes)."""

@@ -84,6 +84,10 @@ def test_validation_messages():
     doc = susan()
     doc["trees"][0]["nodes"][0]["branches"][0][0] = [True]
     bad(doc, "state indices must be integers, found True")
+    doc = susan()
+    states = doc["trees"][0]["nodes"][4]["branches"][1][0]
+    states.append(states[0])
+    bad(doc, f"tree 0, node 4, branch 1: state index {states[0]} listed twice")
 
 
 def test_retest_must_use_feasible_states_only():
