@@ -33,7 +33,7 @@ Instance = tuple[int, ...]
 
 
 def mask_states(mask: int) -> list[int]:
-    """The state indices in a bitmask, ascending."""
+    """The members of a bitmask (state indices; feature indices too, as ``bits``), ascending."""
     out = []
     while mask:
         low = mask & -mask
@@ -360,8 +360,9 @@ def weak_test_once_violation(
 # JSON (SPEC §5).
 
 
-class _Reader:
-    """Field access with error messages naming the place (``tree 2, node 5, field 'feature'``)."""
+class JsonReader:
+    """Field access with error messages naming the place (``tree 2, node 5, field 'feature'``),
+    for the readers of SPEC §5 documents (forests here, circuit files in the BDD oracle)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -399,7 +400,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def forest_from_json(obj: Any, source: str = "") -> Forest:
     """Parse and validate a ``rfcircuits.forest/1`` document."""
-    r = _Reader(source)
+    r = JsonReader(source)
     if not isinstance(obj, dict):
         raise r.fail("forest", "expected a JSON object")
     fmt = r.get(obj, "format", str, "forest")

@@ -41,8 +41,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from core.dgraph import DG
+from core.forest import mask_states as bits
 from core.nnf import AND, LIT, NNF, OR
-from core.primes import bits
 from core.terms import Clause, Term
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from core.forest import mask_states as bits
 from core.nnf import AND, CONST, LIT, NNF, TRUE
 
 
@@ -134,12 +135,3 @@ def hitting_sets(family: Iterable[int]) -> list[int]:
             stack.append([s | 1 << v, kept, uncov & ~ov, cand, None])
     return sorted(out, key=lambda s: (s.bit_count(), s))
 
-
-def bits(v: int) -> list[int]:
-    """The members of a bitmask (features, states), ascending."""
-    out = []
-    while v:
-        low = v & -v
-        out.append(low.bit_length() - 1)
-        v ^= low
-    return out

@@ -73,8 +73,8 @@ from typing import Any
 
 from core.errors import InputError
 from core.explanation import ALL_WHAT, Explanation
-from core.forest import (TIES, Branching, Forest, Instance, Leaf, Tree, check_ties,
-                         load_json_file, parse_states)
+from core.forest import (TIES, Branching, Forest, Instance, JsonReader, Leaf, Tree,
+                         check_ties, load_json_file, parse_states)
 from core.terms import Clause, Term
 
 NNF_FORMAT = "rfcircuits.nnf/1"
@@ -641,17 +641,14 @@ def _minimal_sets(family: Iterable[int]) -> list[int]:
     return out
 
 
-class _CircuitReader:
+class _CircuitReader(JsonReader):
     """Validates a circuit document (SPEC §5) and builds its BDD; errors name the place."""
 
     def __init__(self, oracle: BddOracle, source: str) -> None:
+        super().__init__(source)
         self.oracle = oracle
         self.bdd = oracle.bdd
         self.forest = oracle.forest
-        self.prefix = f"{source}: " if source else ""
-
-    def fail(self, where: str, problem: str) -> InputError:
-        return InputError(f"{self.prefix}{where}: {problem}")
 
     def read(self, doc: Any) -> tuple[str, int, str, Bdd]:
         """``(format, class index, ties, circuit BDD)`` of a document."""
@@ -693,21 +690,6 @@ class _CircuitReader:
             for r, root in enumerate(self.get(doc, "roots", list, "circuit")):
                 circuit &= built[self.index(root, len(built), f"roots[{r}]", "a root")]
         return fmt, self.forest.classes.index(name), ties, circuit
-
-    def get(self, obj: dict[str, Any], key: str, kind: type, where: str) -> Any:
-        """``obj[key]``, which must exist and be of type ``kind`` (bool is not an int)."""
-        if key not in obj:
-            raise self.fail(where, f"missing field {key!r}")
-        value = obj[key]
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-            raise self.fail(where, f"field {key!r} must be {_KIND[kind]}, "
-                                   f"not {type(value).__name__}")
-        return value
-
-    def only(self, obj: dict[str, Any], allowed: Iterable[str], where: str) -> None:
-        extra = sorted(set(obj) - set(allowed))
-        if extra:
-            raise self.fail(where, f"unknown field {extra[0]!r}")
 
     def index(self, value: Any, bound: int, where: str, what: str) -> int:
         """A node id ``0 <= value < bound`` (earlier nodes only)."""
@@ -800,9 +782,6 @@ class _CircuitReader:
                 out |= self.oracle.literal(f, mask) & child
             built.append(out)
         return built
-
-
-_KIND = {str: "a string", list: "a list", bool: "a boolean", int: "an integer"}
 
 
 def _short(value: Any) -> str:
