@@ -21,7 +21,9 @@ the native engine or of an oracle are disagreements too.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 import random
 import traceback
 from collections.abc import Callable, Sequence
@@ -33,7 +35,7 @@ from core.dgcompile import compile_dg
 from core.errors import BudgetExceeded, InputError
 from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
-from core.forest import Forest, Instance, instance_to_json
+from core.forest import Forest, Instance, instance_to_json, mask_states
 from core.robustness import flips
 from core.terms import term_json, variables
 from crosscheck.brute import GENERAL as BRUTE_GENERAL
@@ -137,6 +139,38 @@ def _difference(ours: Any, theirs: Any) -> Any:
                 if ours.get(k) != theirs.get(k)}
     return None
 
+
+
+class WorldSample:
+    """A list of worlds whose sets are bitmasks (bit ``i``: ``worlds[i]``), as the brute
+    force's are over all worlds."""
+
+    def __init__(self, forest: Forest, worlds: Sequence[Instance]) -> None:
+        self.all = (1 << len(worlds)) - 1
+        self.eq = [[0] * f.n_states for f in forest.features]
+        for i, w in enumerate(worlds):
+            for f, s in enumerate(w):
+                self.eq[f][s] |= 1 << i
+
+    def literal_worlds(self, f: int, mask: int) -> int:
+        return functools.reduce(operator.or_, (self.eq[f][s] for s in mask_states(mask)), 0)
+
+
+def circuit_worlds(form: str, comp: Any, c: int, literal_worlds: Callable[[int, int], int],
+                   all_worlds: int) -> int:
+    """The worlds (a bitmask, as :meth:`WorldSample.literal_worlds` gives them) in which the
+    native circuit of class ``c`` is true: one bottom-up pass over the circuit with world sets
+    for values, instead of one evaluation per world. A decision node's worlds are the union
+    over its branches of (the worlds with one of the branch's states) ∩ (the child's worlds);
+    a world whose state no branch holds never reaches the node."""
+    if form == "nnf":
+        return comp.nnf.fold([comp.roots[c]], lambda v: all_worlds if v else 0, literal_worlds,
+                             lambda xs: functools.reduce(operator.and_, xs, all_worlds),
+                             lambda xs: functools.reduce(operator.or_, xs, 0))[0]
+    conjuncts = comp.dg.fold(comp.roots[c], lambda v: all_worlds if v else 0,
+                             lambda f, kids: functools.reduce(
+                                 operator.or_, (literal_worlds(f, m) & v for m, v in kids), 0))
+    return functools.reduce(operator.and_, conjuncts, all_worlds)
 
 class Crosscheck:
     """One forest and tie policy, the native engine built once, oracles built on demand."""
@@ -260,16 +294,11 @@ class Crosscheck:
         return [comp.dg.to_json(comp.roots[c], forest, name, self.ties)
                 for c, name in enumerate(forest.classes)]
 
-    def _evaluate(self, form: str, comp: Any, c: int, x: Sequence[int]) -> bool:
-        if form == "nnf":
-            return comp.nnf.evaluate(comp.roots[c], x)
-        return comp.evaluate(c, x)
-
     def _compare_formulas(self, check: str, form: str, comp: Any, name: str, oracle: Any) -> None:
         forest = self.forest
         for c, class_name in enumerate(forest.classes):
             if name == "brute":
-                worlds = self._brute_worlds(form, comp, c, oracle)
+                worlds = circuit_worlds(form, comp, c, oracle.literal_worlds, oracle.all)
                 truth = oracle.class_worlds(c)
                 if worlds == truth:
                     self._result(check, name, True, None, None, None, None)
@@ -285,17 +314,12 @@ class Crosscheck:
             else:
                 worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
                           for _ in range(SAT_WORLDS)]
-                for w in worlds:
-                    ours, theirs = self._evaluate(form, comp, c, w), oracle.member(w, c)
+                sample = WorldSample(forest, worlds)
+                models = circuit_worlds(form, comp, c, sample.literal_worlds, sample.all)
+                for i, w in enumerate(worlds):
+                    ours, theirs = bool(models >> i & 1), oracle.member(w, c)
                     self._result(check, name, ours == theirs, None, ours, theirs,
                                  instance_to_json(forest, w), f"class {class_name}")
-
-    def _brute_worlds(self, form: str, comp: Any, c: int, brute: Any) -> int:
-        out = 0
-        for i, w in enumerate(brute.worlds):
-            if self._evaluate(form, comp, c, w):
-                out |= 1 << i
-        return out
 
     def _result(self, check: str, engine: str, agree: bool, instance: dict[str, str] | None,
                 ours: Any, theirs: Any, counterexample: Any, detail: str = "") -> None:

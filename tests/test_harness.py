@@ -369,3 +369,43 @@ def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch)
         assert status[(field, "brute")] == "skipped" and status[(field, "bdd")] == "agree"
     for field in ("sufficient_reasons", "necessary_reasons", "robustness", "shortest flip worlds"):
         assert status[(field, "brute")] == "agree"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
+    from core.classformula import compile_nnf
+    from core.dgcompile import compile_dg
+    from crosscheck.brute import BruteForce
+    from crosscheck.harness import WorldSample, circuit_worlds
+
+    f, _ = make_case(seed, 0, Limits())
+    brute = BruteForce(f)
+    rng = random.Random(seed)
+    sample = [random_instance(rng, f) for _ in range(20)]
+    forms = {"nnf": compile_nnf(f), "dg-conj": compile_dg(f), "dg": compile_dg(f, form="dg"),
+             "alg4": compile_dg(f, apply="generic")}
+    for form, comp in forms.items():
+        for c in range(len(f.classes)):
+            def accepts(w):
+                return comp.nnf.evaluate(comp.roots[c], w) if form == "nnf" else comp.evaluate(c, w)
+            assert circuit_worlds(form, comp, c, brute.literal_worlds, brute.all) == sum(
+                1 << i for i, w in enumerate(brute.worlds) if accepts(w)), (form, c)
+            got = circuit_worlds(form, comp, c, WorldSample(f, sample).literal_worlds,
+                                 (1 << len(sample)) - 1)
+            assert got == sum(1 << i for i, w in enumerate(sample) if accepts(w)), (form, c)
+
+
+def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
+    import crosscheck.harness as harness
+
+    real = harness.compile_nnf
+
+    def swapped(forest, ties):  # each class gets the other's formula (two classes)
+        comp = real(forest, ties)
+        return dataclasses.replace(comp, roots=comp.roots[::-1])
+
+    monkeypatch.setattr(harness, "compile_nnf", swapped)
+    f, xs = susan_case()
+    report = crosscheck(f, xs, oracles=("brute", "sat"), what=("robust",))
+    found = {(d.check, d.engines[1]) for d in report.disagreements}
+    assert found == {("formula nnf", "brute"), ("formula nnf", "sat")}, report.table()
