@@ -1171,6 +1171,76 @@ static PyObject *Store_segments(Store *S, PyObject *arg)
     return out;
 }
 
+/* The states [start, end) as a Python int bitmask. */
+static PyObject *state_range(int32_t start, int32_t end)
+{
+    if (end <= 64) {
+        uint64_t hi = end == 64 ? ~0ull : (1ull << end) - 1;
+        return PyLong_FromUnsignedLongLong(hi & ~((1ull << start) - 1));
+    }
+    PyObject *one = PyLong_FromLong(1), *a = NULL, *b = NULL, *out = NULL;
+    PyObject *e = PyLong_FromLong(end), *s = PyLong_FromLong(start);
+    if (one && e && s && (a = PyNumber_Lshift(one, e)) && (b = PyNumber_Lshift(one, s)))
+        out = PyNumber_Subtract(a, b);
+    Py_XDECREF(one);
+    Py_XDECREF(e);
+    Py_XDECREF(s);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return out;
+}
+
+/* DG.branches of node n: ((state mask, child), ...), each child's segments joined, in the
+ * order of their lowest states (what core/dgraph.py's segments_branches makes of segments). */
+static PyObject *Store_branches(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg, m = 0;
+    int32_t *kids = PyMem_Malloc((k ? k : 1) * sizeof(int32_t));
+    PyObject **masks = PyMem_Calloc(k ? k : 1, sizeof(PyObject *)), *out = NULL;
+    if (kids == NULL || masks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t i = 0, start = 0; i < k; start = (size_t)S->segs[lo + i++].end) {
+        int32_t child = S->segs[lo + i].child;
+        if (child == GAP)
+            continue;
+        PyObject *part = state_range((int32_t)start, S->segs[lo + i].end);
+        if (part == NULL)
+            goto done;
+        size_t j = 0;
+        while (j < m && kids[j] != child)
+            j++;
+        if (j == m) {
+            kids[m] = child;
+            masks[m++] = part;
+        } else {
+            PyObject *joined = PyNumber_Or(masks[j], part);
+            Py_DECREF(part);
+            if (joined == NULL)
+                goto done;
+            Py_SETREF(masks[j], joined);
+        }
+    }
+    out = PyTuple_New((Py_ssize_t)m);
+    for (size_t j = 0; out != NULL && j < m; j++) {
+        PyObject *pair = Py_BuildValue("(Oi)", masks[j], kids[j]);
+        if (pair == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, (Py_ssize_t)j, pair);
+    }
+done:
+    for (size_t j = 0; masks != NULL && j < m; j++)
+        Py_DECREF(masks[j]);
+    PyMem_Free(kids);
+    PyMem_Free(masks);
+    return out;
+}
+
 static PyObject *Store_apply(Store *S, PyObject *args)
 {
     int op;
@@ -1896,6 +1966,8 @@ static PyMethodDef Store_methods[] = {
      "lookup(feature, segments) -> id of that node, or -1."},
     {"segments", (PyCFunction)Store_segments, METH_O,
      "segments(n) -> ((end, child), ...) of node n (empty for a leaf)."},
+    {"branches", (PyCFunction)Store_branches, METH_O,
+     "branches(n) -> ((state mask, child), ...) of node n, by lowest state (empty for a leaf)."},
     {"apply", (PyCFunction)Store_apply, METH_VARARGS,
      "apply(op, a, b) -> a and b (op 0) or a or b (op 1) of two ordered nodes."},
     {"negate", (PyCFunction)Store_negate, METH_O, "negate(n) -> the node with leaves swapped."},

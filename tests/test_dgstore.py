@@ -34,9 +34,15 @@ BACKENDS = sorted(dgraph.STORES)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def snapshot(dg: DG) -> list[tuple[int, tuple[tuple[int, int], ...], bool]]:
-    """Every node of a manager as (feature, segments, ordered), by id."""
-    return [(dg.feature[n], dg.store.segments(n), dg.ordered[n]) for n in range(len(dg))]
+def snapshot(dg: DG) -> list[tuple[int, tuple[tuple[int, int], ...], tuple, bool]]:
+    """Every node of a manager as (feature, segments, branches, ordered), by id; a store's
+    own branches (the C store's) must be what the segments say."""
+    out = []
+    for n in range(len(dg)):
+        segments = dg.store.segments(n)
+        assert dg.branches[n] == dgraph.segments_branches(segments), n
+        out.append((dg.feature[n], segments, dg.branches[n], dg.ordered[n]))
+    return out
 
 
 def test_c_store_is_the_default():
@@ -117,9 +123,10 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
 @pytest.mark.parametrize("seed", range(12))
 def test_random_sessions_give_identical_stores(monkeypatch, seed):
     rng = random.Random(seed)
-    # Few states, more than 64 states (no 64-bit masks in C) and ExtraTrees-like 300 states.
+    # Few states, 64 states (the C store's widest 64-bit masks), more than 64 and
+    # ExtraTrees-like 300 states.
     sizes = [rng.choice((2, 3, 5, 9)) for _ in range(rng.randint(2, 5))]
-    sizes[rng.randrange(len(sizes))] = rng.choice((70, 300))
+    sizes[rng.randrange(len(sizes))] = rng.choice((64, 70, 300))
     features = [Feature.categorical(f"f{i}", [f"s{j}" for j in range(n)])
                 for i, n in enumerate(sizes)]
     traces = []
@@ -315,7 +322,7 @@ def test_violations_beyond_16_bit_state_counts(monkeypatch, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_features_with_hundreds_of_states(monkeypatch, backend):
-    """Masks beyond 64 bits survive the trip through segments (C never sees a mask)."""
+    """Masks beyond 64 bits survive the trip through segments and the stores' branches."""
     monkeypatch.setattr(dgraph, "BACKEND", backend)
     dg = DG([Feature.categorical("wide", [str(s) for s in range(300)]),
              Feature.categorical("b", ["0", "1"])])
