@@ -64,7 +64,6 @@ def selected(table: dict[str, Any], text: str | None) -> list[str]:
     return names
 
 
-
 def configurations(table: dict[str, dict[str, float]], args: argparse.Namespace
                    ) -> Iterator[tuple[str, dict[str, float], int, Trained]]:
     """Each dataset of ``table`` that ``--datasets`` selects: its name, the paper's row, the
@@ -75,6 +74,7 @@ def configurations(table: dict[str, dict[str, float]], args: argparse.Namespace
         trees = args.trees or int(ref["T"])
         print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
         yield name, ref, trees, train(args.data_dir, name, trees, args.seed)
+
 
 class Table:
     """Prints rows as text columns or JSON Lines, flushing each row."""

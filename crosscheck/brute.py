@@ -48,28 +48,42 @@ def minimal_sets(family: set[int]) -> list[int]:
     return out
 
 
-class BruteForce:
+class WorldSet:
+    """A list of worlds whose sets are bitmasks (bit ``i``: ``worlds[i]``): all of them for
+    brute force, a sample for checking a circuit against the SAT oracle."""
+
+    def __init__(self, forest: Forest, worlds: Sequence[Instance]) -> None:
+        self.forest = forest
+        self.worlds = list(worlds)
+        self.all = (1 << len(self.worlds)) - 1
+        # eq[X][s]: the worlds with X = s.
+        self.eq = [[0] * f.n_states for f in forest.features]
+        for i, w in enumerate(self.worlds):
+            for f, s in enumerate(w):
+                self.eq[f][s] |= 1 << i
+
+    def literal_worlds(self, f: int, mask: int) -> int:
+        out = 0
+        for s in range(self.forest.features[f].n_states):
+            if mask >> s & 1:
+                out |= self.eq[f][s]
+        return out
+
+
+class BruteForce(WorldSet):
     """All worlds of a small forest, with class membership by counting votes (SPEC §2)."""
 
     def __init__(self, forest: Forest, ties: str = "first", max_worlds: int = MAX_WORLDS) -> None:
-        self.forest = forest
         self.ties = check_ties(ties)
         n = forest.n_worlds()
         if n > max_worlds:
             raise InputError(f"brute force: {n} worlds exceed the limit of {max_worlds}")
+        super().__init__(forest, itertools.product(*(range(f.n_states) for f in forest.features)))
         self.n_features = len(forest.features)
-        self.worlds: list[Instance] = list(
-            itertools.product(*(range(f.n_states) for f in forest.features)))
-        self.all = (1 << len(self.worlds)) - 1
-        # eq[X][s]: the worlds with X = s.
-        self.eq = [[0] * f.n_states for f in forest.features]
         self.member = [0] * len(forest.classes)
         for i, w in enumerate(self.worlds):
-            bit = 1 << i
-            for f, s in enumerate(w):
-                self.eq[f][s] |= bit
             for c in classes_from_votes(forest.votes(w), ties):
-                self.member[c] |= bit
+                self.member[c] |= 1 << i
 
     # -- worlds and formulas ----------------------------------------------------------------
 
@@ -82,13 +96,6 @@ class BruteForce:
     def class_worlds(self, c: int) -> int:
         """Models of the class formula ``R^c`` as a world bitmask."""
         return self.member[c]
-
-    def literal_worlds(self, f: int, mask: int) -> int:
-        out = 0
-        for s in range(self.forest.features[f].n_states):
-            if mask >> s & 1:
-                out |= self.eq[f][s]
-        return out
 
     def term_worlds(self, term: Sequence[tuple[int, int]]) -> int:
         out = self.all

@@ -35,10 +35,11 @@ from core.dgcompile import compile_dg
 from core.errors import BudgetExceeded, InputError
 from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
-from core.forest import Forest, Instance, instance_to_json, mask_states
+from core.forest import Forest, Instance, instance_to_json
+from core.nnf import NNF
 from core.robustness import flips
 from core.terms import term_json, variables
-from crosscheck.brute import GENERAL as BRUTE_GENERAL
+from crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
 from crosscheck.parallel import can_fork, completed, pool
 
 ORACLES = ("brute", "bdd", "sat")
@@ -140,37 +141,27 @@ def _difference(ours: Any, theirs: Any) -> Any:
     return None
 
 
-
-class WorldSample:
-    """A list of worlds whose sets are bitmasks (bit ``i``: ``worlds[i]``), as the brute
-    force's are over all worlds."""
-
-    def __init__(self, forest: Forest, worlds: Sequence[Instance]) -> None:
-        self.all = (1 << len(worlds)) - 1
-        self.eq = [[0] * f.n_states for f in forest.features]
-        for i, w in enumerate(worlds):
-            for f, s in enumerate(w):
-                self.eq[f][s] |= 1 << i
-
-    def literal_worlds(self, f: int, mask: int) -> int:
-        return functools.reduce(operator.or_, (self.eq[f][s] for s in mask_states(mask)), 0)
+def nnf_worlds(nnf: NNF, roots: Sequence[int], worlds: WorldSet) -> list[int]:
+    """The worlds of ``worlds`` (a bitmask) in which each NNF root is true: one bottom-up pass
+    with world sets for values, instead of one evaluation per world."""
+    return nnf.fold(roots, lambda v: worlds.all if v else 0, worlds.literal_worlds,
+                    lambda xs: functools.reduce(operator.and_, xs, worlds.all),
+                    lambda xs: functools.reduce(operator.or_, xs, 0))
 
 
-def circuit_worlds(form: str, comp: Any, c: int, literal_worlds: Callable[[int, int], int],
-                   all_worlds: int) -> int:
-    """The worlds (a bitmask, as :meth:`WorldSample.literal_worlds` gives them) in which the
-    native circuit of class ``c`` is true: one bottom-up pass over the circuit with world sets
-    for values, instead of one evaluation per world. A decision node's worlds are the union
-    over its branches of (the worlds with one of the branch's states) ∩ (the child's worlds);
-    a world whose state no branch holds never reaches the node."""
+def circuit_worlds(form: str, comp: Any, c: int, worlds: WorldSet) -> int:
+    """The worlds of ``worlds`` (a bitmask) in which the native circuit of class ``c`` is
+    true, as :func:`nnf_worlds` computes them. A decision node's worlds are the union over
+    its branches of (the worlds with one of the branch's states) ∩ (the child's worlds); a
+    world whose state no branch holds never reaches the node."""
     if form == "nnf":
-        return comp.nnf.fold([comp.roots[c]], lambda v: all_worlds if v else 0, literal_worlds,
-                             lambda xs: functools.reduce(operator.and_, xs, all_worlds),
-                             lambda xs: functools.reduce(operator.or_, xs, 0))[0]
-    conjuncts = comp.dg.fold(comp.roots[c], lambda v: all_worlds if v else 0,
+        return nnf_worlds(comp.nnf, [comp.roots[c]], worlds)[0]
+    conjuncts = comp.dg.fold(comp.roots[c], lambda v: worlds.all if v else 0,
                              lambda f, kids: functools.reduce(
-                                 operator.or_, (literal_worlds(f, m) & v for m, v in kids), 0))
-    return functools.reduce(operator.and_, conjuncts, all_worlds)
+                                 operator.or_, (worlds.literal_worlds(f, m) & v
+                                                for m, v in kids), 0))
+    return functools.reduce(operator.and_, conjuncts, worlds.all)
+
 
 class Crosscheck:
     """One forest and tie policy, the native engine built once, oracles built on demand."""
@@ -298,7 +289,7 @@ class Crosscheck:
         forest = self.forest
         for c, class_name in enumerate(forest.classes):
             if name == "brute":
-                worlds = circuit_worlds(form, comp, c, oracle.literal_worlds, oracle.all)
+                worlds = circuit_worlds(form, comp, c, oracle)
                 truth = oracle.class_worlds(c)
                 if worlds == truth:
                     self._result(check, name, True, None, None, None, None)
@@ -314,8 +305,7 @@ class Crosscheck:
             else:
                 worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
                           for _ in range(SAT_WORLDS)]
-                sample = WorldSample(forest, worlds)
-                models = circuit_worlds(form, comp, c, sample.literal_worlds, sample.all)
+                models = circuit_worlds(form, comp, c, WorldSet(forest, worlds))
                 for i, w in enumerate(worlds):
                     ours, theirs = bool(models >> i & 1), oracle.member(w, c)
                     self._result(check, name, ours == theirs, None, ours, theirs,

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 
 from core.classformula import comparisons, compile_nnf
 from crosscheck.brute import BruteForce
+from crosscheck.harness import nnf_worlds
 from crosscheck.spec_examples import FIGURE1_COUNTS, FIGURE1_FOREST, forest
 from crosscheck.strategies import Limits, forests
-from tests.util import nnf_worlds
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 

@@ -27,8 +27,8 @@ from core.forest import Feature
 from core.nnf import NNF
 from core.reasons import general_reason
 from crosscheck.brute import BruteForce
+from crosscheck.harness import nnf_worlds
 from crosscheck.strategies import Limits, random_forest
-from tests.util import nnf_worlds
 
 BACKENDS = sorted(dgraph.STORES)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

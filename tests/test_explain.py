@@ -19,10 +19,10 @@ from core.robustness import flips
 from core.terms import simple
 from crosscheck.brute import BruteForce
 from crosscheck.cli import main
+from crosscheck.harness import nnf_worlds
 from crosscheck.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS, SUSAN,
                                       SUSAN_ANSWERS, SUSAN_FOREST, expected, forest, instance)
 from crosscheck.strategies import Limits, forest_and_instance
-from tests.util import nnf_worlds
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 

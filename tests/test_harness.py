@@ -375,24 +375,22 @@ def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch)
 def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
     from core.classformula import compile_nnf
     from core.dgcompile import compile_dg
-    from crosscheck.brute import BruteForce
-    from crosscheck.harness import WorldSample, circuit_worlds
+    from crosscheck.brute import BruteForce, WorldSet
+    from crosscheck.harness import circuit_worlds
 
     f, _ = make_case(seed, 0, Limits())
     brute = BruteForce(f)
     rng = random.Random(seed)
-    sample = [random_instance(rng, f) for _ in range(20)]
+    sample = WorldSet(f, [random_instance(rng, f) for _ in range(20)])
     forms = {"nnf": compile_nnf(f), "dg-conj": compile_dg(f), "dg": compile_dg(f, form="dg"),
              "alg4": compile_dg(f, apply="generic")}
     for form, comp in forms.items():
         for c in range(len(f.classes)):
             def accepts(w):
                 return comp.nnf.evaluate(comp.roots[c], w) if form == "nnf" else comp.evaluate(c, w)
-            assert circuit_worlds(form, comp, c, brute.literal_worlds, brute.all) == sum(
-                1 << i for i, w in enumerate(brute.worlds) if accepts(w)), (form, c)
-            got = circuit_worlds(form, comp, c, WorldSample(f, sample).literal_worlds,
-                                 (1 << len(sample)) - 1)
-            assert got == sum(1 << i for i, w in enumerate(sample) if accepts(w)), (form, c)
+            for worlds in (brute, sample):
+                assert circuit_worlds(form, comp, c, worlds) == sum(
+                    1 << i for i, w in enumerate(worlds.worlds) if accepts(w)), (form, c)
 
 
 def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
