@@ -2,7 +2,8 @@
 
 ``R^i`` is a conjunction of pairwise vote comparisons (:func:`comparisons`): under ties
 ``first`` ``R^i = ∧_{j<i}[v_i > v_j] ∧ ∧_{j>i}[v_i >= v_j]``, under ``all`` every comparison is
-``>=``. A comparison is one output of an odd-even network (:mod:`core.sortnet`):
+``>=``. A comparison is one output of an odd-even network (:mod:`core.sortnet`; decision
+graphs may count with :mod:`core.totalizer` instead, which has the same outputs):
 
 - two classes: the network over ``C^i_1..C^i_n``; ``v_i >= v_j`` iff ``v_i >= ⌈n/2⌉`` and
   ``v_i > v_j`` iff ``v_i >= ⌊n/2⌋+1`` (every tree votes for one of the two classes);
@@ -28,6 +29,7 @@ from typing import Generic, TypeVar
 from core.forest import Branching, Forest, Tree, check_ties, topological_order
 from core.nnf import FALSE, TRUE, NNF
 from core.sortnet import evaluate, network
+from core.totalizer import counts
 
 T = TypeVar("T")
 
@@ -57,17 +59,23 @@ class Ops(Generic[T]):
 
 
 def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int, j: int,
-                 strict: Sequence[bool], ops: Ops[T]) -> list[T]:
+                 strict: Sequence[bool], ops: Ops[T], counter: str = "oddeven") -> list[T]:
     """``[v_i >= v_j]`` / ``[v_i > v_j]`` (per ``strict`` flag) from one network evaluation.
 
     ``pos[c][l]`` is ``C^c_l`` and ``neg[c][l]`` is ``¬C^c_l``; outputs share their cone.
+    ``counter`` is the network: ``oddeven`` (paper Alg. 1–2) or ``totalizer``
+    (:mod:`core.totalizer`; a tree's pair counts 1 for ``¬C^j_l`` and 2 for ``C^i_l``).
     """
     n = len(pos[i])
     if len(pos) == 2:
         wanted = [n // 2 + 1 if s else (n + 1) // 2 for s in strict]
+        if counter == "totalizer":
+            return counts([[c] for c in pos[i]], wanted, ops)
         return evaluate(network(n), list(pos[i]), wanted, ops.max, ops.min, ops.false)
-    inputs = [v for l in range(n) for v in (neg[j][l], pos[i][l])]
     wanted = [n + 1 if s else n for s in strict]
+    if counter == "totalizer":
+        return counts([[neg[j][l], pos[i][l]] for l in range(n)], wanted, ops)
+    inputs = [v for l in range(n) for v in (neg[j][l], pos[i][l])]
     return evaluate(network(2 * n, presorted_pairs=True), inputs, wanted, ops.max, ops.min,
                     ops.false)
 

@@ -349,23 +349,25 @@ def test_compile_equals_brute_force_in_both_stores(monkeypatch, seed):
     f = random_forest(random.Random(seed), Limits(max_trees=7, max_classes=4))
     for ties in ("first", "all"):
         brute = BruteForce(f, ties)
-        for apply in ("ordered", "generic"):
+        for apply, counter in (("ordered", "totalizer"), ("ordered", "oddeven"),
+                               ("generic", "totalizer"), ("generic", "oddeven")):
             for form in ("dg-conj", "dg"):
                 shapes = []
                 for backend in BACKENDS:
                     monkeypatch.setattr(dgraph, "BACKEND", backend)
-                    comp = compile_dg(f, ties, form, apply)
+                    comp = compile_dg(f, ties, form, apply, counter=counter)
                     roots = [r for rs in comp.roots for r in rs]
                     comp.dg.check_invariants(roots)
                     worlds = dict(zip(roots, comp.dg.fold(roots, lambda v: brute.all if v else 0,
                                                           partial(node_worlds, brute))))
                     for c in range(len(f.classes)):
                         got = reduce(operator.and_, [worlds[r] for r in comp.roots[c]], brute.all)
-                        assert got == brute.class_worlds(c), (ties, apply, form, backend, c)
+                        assert got == brute.class_worlds(c), (ties, apply, counter, form, backend,
+                                                              c)
                         if form == "dg":
                             assert comp.dg.count_models(comp.roots[c][0]) == bin(got).count("1")
                     shapes.append((comp.roots, snapshot(comp.dg)))
-                assert all(s == shapes[0] for s in shapes), (ties, apply, form)
+                assert all(s == shapes[0] for s in shapes), (ties, apply, counter, form)
 
 
 @pytest.mark.parametrize("seed", range(6))

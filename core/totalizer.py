@@ -1,0 +1,77 @@
+"""Totalizer: a counting network of direct merges (Bailleux & Boufkhad 2003), for Alg. 3B.
+
+The decision-graph compile (:mod:`core.dgcompile`) counts votes with this network instead of
+the odd-even network of paper Alg. 1–2 (:mod:`core.sortnet`); both are built from the same
+comparator operations (``max`` = ∨, ``min`` = ∧) and compute the same outputs ``y_k`` ("at
+least ``k`` inputs are true"), so the class formulas, and with a global feature order their
+canonical graphs, are the same. What differs is the intermediate functions:
+
+- here every intermediate is itself a threshold of a block of consecutive trees,
+  ``T_B[k] = [Σ_{l ∈ B} count_l >= k]``, merged directly:
+  ``T_{A∪B}[k] = ∨_{a+b=k} T_A[a] ∧ T_B[b]``;
+- inside an odd-even merge, wires are thresholds of interleaved subsequences of sorted
+  outputs, such as ``[⌈a/2⌉ + ⌈b/2⌉ >= k]`` for block counts ``a`` and ``b``, whose graphs
+  must track the counts' parities as well as their sums.
+
+The direct merge takes more operations (quadratic in the block sizes instead of
+``n log² n``), but each builds a smaller graph: ann-thyroid's first 20 / 48 trees created
+1.8 M / 52 M nodes instead of 3.8 M / 96 M (1.6 s / 96 s instead of 4.2 s / 166 s), wine-recog
+(25 trees) compiles in 126 s instead of 310 s, magic in 7.1 s instead of 12.9 s. For NNF
+circuits, whose size is the gate count, the odd-even network stays (paper Alg. 3).
+
+Only the thresholds that the wanted outputs depend on are built: a block's range of ``k``
+follows from its parent's range and its sibling's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from core.classformula import Ops
+
+T = TypeVar("T")
+
+
+def counts(groups: Sequence[Sequence[T]], wanted: Sequence[int], ops: Ops[T]) -> list[T]:
+    """``[Σ_l count_l >= k]`` for each ``k`` in ``wanted`` (each at least 1), where
+    ``groups[l][m-1]`` is ``[count_l >= m]`` (a tree contributes ``0..len(groups[l])``).
+
+    The blocks halve the trees, so the recursion is ``⌈log2(len(groups))⌉`` deep."""
+    if not groups or min(wanted) < 1:
+        raise ValueError("need at least one group and thresholds k >= 1")
+    start = [0]
+    for g in groups:
+        start.append(start[-1] + len(g))
+    true = object()  # the constant true threshold ``k <= 0``, folded away
+
+    def conj(a: T | object, b: T | object) -> T | object:
+        return b if a is true else a if b is true else ops.min(a, b)  # type: ignore[arg-type]
+
+    def disj(a: T | object, b: T | object) -> T | object:
+        return true if a is true or b is true else ops.max(a, b)  # type: ignore[arg-type]
+
+    def block(lo: int, hi: int, k_lo: int, k_hi: int) -> dict[int, T | object]:
+        """Thresholds ``k_lo..k_hi`` (``1 <= k_lo``, ``k_hi <=`` the block's size) of groups
+        ``lo..hi-1``."""
+        if hi - lo == 1:
+            return {k: groups[lo][k - 1] for k in range(k_lo, k_hi + 1)}
+        mid = (lo + hi) // 2
+        size_a, size_b = start[mid] - start[lo], start[hi] - start[mid]
+        a_lo, a_hi = max(1, k_lo - size_b), min(size_a, k_hi)
+        b_lo, b_hi = max(1, k_lo - size_a), min(size_b, k_hi)
+        left = block(lo, mid, a_lo, a_hi) if a_lo <= a_hi else {}
+        right = block(mid, hi, b_lo, b_hi) if b_lo <= b_hi else {}
+        out: dict[int, T | object] = {}
+        for k in range(k_lo, k_hi + 1):
+            acc: T | object = ops.false
+            for a in range(max(0, k - size_b), min(size_a, k) + 1):
+                acc = disj(acc, conj(left[a] if a else true, right[k - a] if k > a else true))
+            out[k] = acc
+        return out
+
+    size = start[-1]
+    inside = [k for k in wanted if k <= size]
+    table = block(0, len(groups), min(inside), max(inside)) if inside else {}
+    return [table[k] if k <= size else ops.false for k in wanted]  # type: ignore[misc]
