@@ -13,8 +13,9 @@ each comparison) runs with :class:`core.apply.Apply` as the comparator: ``max`` 
   keep only feasible states) and combined with paper Alg. 4.
 
 Votes are counted by ``counter="totalizer"`` (default): a network of direct merges whose
-intermediates are thresholds of blocks of trees (:mod:`core.totalizer`: 1.8–2.5× faster than
-the odd-even network of paper Alg. 1–2, ``counter="oddeven"``, which builds the same graphs).
+intermediates are thresholds of blocks of trees (:mod:`core.totalizer`; it builds the same
+graphs as the odd-even network of paper Alg. 1–2, ``counter="oddeven"``, faster where they
+are large, slower where many trees meet small graphs: figures in :mod:`core.totalizer`).
 
 A decision graph negates by swapping leaves, so one network per unordered class pair ``a < b``
 serves both classes: ``[v_b > v_a] = ¬[v_a >= v_b]`` and ``[v_b >= v_a] = ¬[v_a > v_b]``.
