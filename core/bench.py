@@ -155,7 +155,7 @@ def bench_dg(args: argparse.Namespace) -> int:
         row: dict[str, object] = {"dataset": name, "t": trees}
         try:
             comp = compile_dg(forest, form="dg" if table4 else "dg-conj",
-                              max_nodes=args.node_budget)
+                              max_nodes=args.node_budget, counter=args.counter)
         except BudgetExceeded as exc:
             stopped(out, row, exc)
             continue

@@ -46,6 +46,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--ties", choices=TIES, default="first")
     p.add_argument("--out", help="directory for one circuit file per class")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
+    add_counter(p)
     add_max_nodes(p)
     p.add_argument("--timeout", type=positive_seconds,
                    help="stop a decision-graph compile after S seconds")
@@ -76,8 +77,16 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
+    add_counter(p)
     add_max_nodes(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
+
+
+def add_counter(p: argparse.ArgumentParser) -> None:
+    """``--counter``: how decision-graph compiles count votes (:mod:`core.dgcompile`)."""
+    p.add_argument("--counter", choices=("totalizer", "oddeven"), default="totalizer",
+                   help="dg forms: count votes with a totalizer (default) or the paper's "
+                        "odd-even network (same graphs, usually slower on large ones)")
 
 
 def positive_int(text: str) -> int:
@@ -179,7 +188,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
         with Progress("pair networks", enabled=not args.no_progress) as progress:
             comp = compile_dg(forest, args.ties, args.form, max_nodes=max_nodes(args),
-                              timeout=args.timeout, progress=progress)
+                              timeout=args.timeout, progress=progress, counter=args.counter)
         manager, suffix = comp.dg, ".dg"
         dot = lambda c: comp.dg.to_dot(comp.roots[c])  # noqa: E731
     result = {

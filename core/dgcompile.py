@@ -37,6 +37,9 @@ from core.dgraph import FALSE, TRUE, DG
 from core.featureorder import feature_order
 from core.forest import Forest, check_ties
 
+#: How votes are counted (module docstring); the first is the default.
+COUNTERS = ("totalizer", "oddeven")
+
 #: Garbage-collect between pair networks once the manager holds this many times the nodes it
 #: kept at the last collection (amortised: each collection costs time linear in the nodes).
 COLLECT_GROWTH = 2.0
@@ -82,7 +85,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         raise ValueError(f"unknown form {form!r}")
     if apply not in ("ordered", "generic"):
         raise ValueError(f"unknown apply {apply!r}")
-    if counter not in ("totalizer", "oddeven"):
+    if counter not in COUNTERS:
         raise ValueError(f"unknown counter {counter!r}")
     start = time.perf_counter()
     k = len(forest.classes)

@@ -45,6 +45,34 @@ def test_train_then_compile(tmp_path, iris_csv, capsys):
     assert doc["format"] == "rfcircuits.nnf/1" and doc["class"] == "0"
 
 
+def test_both_vote_counters_compile_the_same_graphs(tmp_path, iris_csv, capsys):
+    from core.dgcompile import COUNTERS
+    from crosscheck.cli import build_parser
+
+    forest = tmp_path / "iris.forest.json"
+    assert main(["train", "--data", str(iris_csv), "--trees", "9", "--depth", "3", "--seed", "2",
+                 "--out", str(forest)]) == 0
+    capsys.readouterr()
+    nodes = {}
+    for counter in COUNTERS:
+        outdir = tmp_path / counter
+        assert main(["compile", "--forest", str(forest), "--form", "dg-conj", "--counter",
+                     counter, "--out", str(outdir), "--no-progress"]) == 0
+        result = json.loads(capsys.readouterr().out)
+        nodes[counter] = {c: v["nodes"] for c, v in result["classes"].items()}
+    assert nodes["totalizer"] == nodes["oddeven"]  # canonical graphs under one feature order
+    # the CLI offers exactly the library's counters
+    parser = build_parser()
+    args = parser.parse_args(["compile", "--forest", "f", "--counter", "oddeven"])
+    assert args.counter == "oddeven"
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["compile", "--forest", "f", "--counter", "nope"])
+    assert stop.value.code == 2
+    action = next(a for a in parser._subparsers._group_actions[0].choices["compile"]._actions
+                  if a.dest == "counter")
+    assert tuple(action.choices) == COUNTERS
+
+
 def test_bad_forest_exits_2_with_a_message(tmp_path, capsys):
     doc = json.loads(json.dumps(SUSAN_FOREST))
     doc["trees"][0]["nodes"][5]["branches"][1][0] = [3]
