@@ -32,7 +32,7 @@ follows from its parent's range and its sibling's size.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from core.classformula import Ops
@@ -52,13 +52,12 @@ def counts(groups: Sequence[Sequence[T]], wanted: Sequence[int], ops: Ops[T]) ->
         start.append(start[-1] + len(g))
     true = object()  # the constant true threshold ``k <= 0``, folded away
 
-    def conj(a: T | object, b: T | object) -> T | object:
-        return b if a is true else a if b is true else ops.min(a, b)  # type: ignore[arg-type]
+    def conj(a: Any, b: Any) -> T:
+        # never both true (their counts add up to k >= 1): the result is a graph, so the
+        # disjunctions need no folding
+        return b if a is true else a if b is true else ops.min(a, b)
 
-    def disj(a: T | object, b: T | object) -> T | object:
-        return true if a is true or b is true else ops.max(a, b)  # type: ignore[arg-type]
-
-    def block(lo: int, hi: int, k_lo: int, k_hi: int) -> dict[int, T | object]:
+    def block(lo: int, hi: int, k_lo: int, k_hi: int) -> dict[int, T]:
         """Thresholds ``k_lo..k_hi`` (``1 <= k_lo``, ``k_hi <=`` the block's size) of groups
         ``lo..hi-1``."""
         if hi - lo == 1:
@@ -69,15 +68,15 @@ def counts(groups: Sequence[Sequence[T]], wanted: Sequence[int], ops: Ops[T]) ->
         b_lo, b_hi = max(1, k_lo - size_a), min(size_b, k_hi)
         left = block(lo, mid, a_lo, a_hi) if a_lo <= a_hi else {}
         right = block(mid, hi, b_lo, b_hi) if b_lo <= b_hi else {}
-        out: dict[int, T | object] = {}
+        out: dict[int, T] = {}
         for k in range(k_lo, k_hi + 1):
-            acc: T | object = ops.false
+            acc = ops.false
             for a in range(max(0, k - size_b), min(size_a, k) + 1):
-                acc = disj(acc, conj(left[a] if a else true, right[k - a] if k > a else true))
+                acc = ops.max(acc, conj(left[a] if a else true, right[k - a] if k > a else true))
             out[k] = acc
         return out
 
     size = start[-1]
     inside = [k for k in wanted if k <= size]
     table = block(0, len(groups), min(inside), max(inside)) if inside else {}
-    return [table[k] if k <= size else ops.false for k in wanted]  # type: ignore[misc]
+    return [table[k] if k <= size else ops.false for k in wanted]

@@ -54,6 +54,7 @@ def test_only_the_wanted_thresholds_are_built():
     assert 0 < top_only < len(calls)
 
 
-def test_thresholds_below_one_are_refused():
+@pytest.mark.parametrize("groups, wanted", [([[1]], [0]), ([[1], [2]], [0, 2]), ([], [1])])
+def test_thresholds_below_one_and_no_groups_are_refused(groups, wanted):
     with pytest.raises(ValueError):
-        counts([[1]], [0], BITS)
+        counts(groups, wanted, BITS)
