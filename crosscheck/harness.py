@@ -149,18 +149,21 @@ def nnf_worlds(nnf: NNF, roots: Sequence[int], worlds: WorldSet) -> list[int]:
                     lambda xs: functools.reduce(operator.or_, xs, 0))
 
 
-def circuit_worlds(form: str, comp: Any, c: int, worlds: WorldSet) -> int:
-    """The worlds of ``worlds`` (a bitmask) in which the native circuit of class ``c`` is
-    true, as :func:`nnf_worlds` computes them. A decision node's worlds are the union over
-    its branches of (the worlds with one of the branch's states) ∩ (the child's worlds); a
-    world whose state no branch holds never reaches the node."""
+def circuit_worlds(form: str, comp: Any, classes: Sequence[int], worlds: WorldSet) -> list[int]:
+    """For each class of ``classes``, the worlds of ``worlds`` (a bitmask) in which its native
+    circuit is true, as :func:`nnf_worlds` computes them, in one pass over the circuits (the
+    classes share subcircuits). A decision node's worlds are the union over its branches of
+    (the worlds with one of the branch's states) ∩ (the child's worlds); a world whose state
+    no branch holds never reaches the node."""
     if form == "nnf":
-        return nnf_worlds(comp.nnf, [comp.roots[c]], worlds)[0]
-    conjuncts = comp.dg.fold(comp.roots[c], lambda v: worlds.all if v else 0,
-                             lambda f, kids: functools.reduce(
-                                 operator.or_, (worlds.literal_worlds(f, m) & v
-                                                for m, v in kids), 0))
-    return functools.reduce(operator.and_, conjuncts, worlds.all)
+        return nnf_worlds(comp.nnf, [comp.roots[c] for c in classes], worlds)
+    roots = [r for c in classes for r in comp.roots[c]]
+    values = dict(zip(roots, comp.dg.fold(roots, lambda v: worlds.all if v else 0,
+                                          lambda f, kids: functools.reduce(
+                                              operator.or_, (worlds.literal_worlds(f, m) & v
+                                                             for m, v in kids), 0))))
+    return [functools.reduce(operator.and_, (values[r] for r in comp.roots[c]), worlds.all)
+            for c in classes]
 
 
 class Crosscheck:
@@ -287,9 +290,11 @@ class Crosscheck:
 
     def _compare_formulas(self, check: str, form: str, comp: Any, name: str, oracle: Any) -> None:
         forest = self.forest
+        if name == "brute":
+            accepted = circuit_worlds(form, comp, range(len(forest.classes)), oracle)
         for c, class_name in enumerate(forest.classes):
             if name == "brute":
-                worlds = circuit_worlds(form, comp, c, oracle)
+                worlds = accepted[c]
                 truth = oracle.class_worlds(c)
                 if worlds == truth:
                     self._result(check, name, True, None, None, None, None)
@@ -305,7 +310,7 @@ class Crosscheck:
             else:
                 worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
                           for _ in range(SAT_WORLDS)]
-                models = circuit_worlds(form, comp, c, WorldSet(forest, worlds))
+                models = circuit_worlds(form, comp, [c], WorldSet(forest, worlds))[0]
                 for i, w in enumerate(worlds):
                     ours, theirs = bool(models >> i & 1), oracle.member(w, c)
                     self._result(check, name, ours == theirs, None, ours, theirs,

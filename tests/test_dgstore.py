@@ -14,7 +14,7 @@ import random
 import signal
 import subprocess
 import sys
-from functools import partial, reduce
+from functools import reduce
 
 import pytest
 
@@ -27,7 +27,7 @@ from core.forest import Feature
 from core.nnf import NNF
 from core.reasons import general_reason
 from crosscheck.brute import BruteForce
-from crosscheck.harness import nnf_worlds
+from crosscheck.harness import circuit_worlds, nnf_worlds
 from crosscheck.strategies import Limits, random_forest
 
 BACKENDS = sorted(dgraph.STORES)
@@ -339,11 +339,6 @@ def test_features_with_hundreds_of_states(monkeypatch, backend):
 # -- class formulas against the oracle ----------------------------------------------------------
 
 
-def node_worlds(brute: BruteForce, feature: int, kids: list[tuple[int, int]]) -> int:
-    """The worlds of a decision node, from its children's worlds (for DG.fold)."""
-    return reduce(operator.or_, [brute.literal_worlds(feature, m) & w for m, w in kids])
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_compile_equals_brute_force_in_both_stores(monkeypatch, seed):
     f = random_forest(random.Random(seed), Limits(max_trees=7, max_classes=4))
@@ -356,12 +351,9 @@ def test_compile_equals_brute_force_in_both_stores(monkeypatch, seed):
                 for backend in BACKENDS:
                     monkeypatch.setattr(dgraph, "BACKEND", backend)
                     comp = compile_dg(f, ties, form, apply, counter=counter)
-                    roots = [r for rs in comp.roots for r in rs]
-                    comp.dg.check_invariants(roots)
-                    worlds = dict(zip(roots, comp.dg.fold(roots, lambda v: brute.all if v else 0,
-                                                          partial(node_worlds, brute))))
-                    for c in range(len(f.classes)):
-                        got = reduce(operator.and_, [worlds[r] for r in comp.roots[c]], brute.all)
+                    comp.dg.check_invariants([r for rs in comp.roots for r in rs])
+                    accepted = circuit_worlds(form, comp, range(len(f.classes)), brute)
+                    for c, got in enumerate(accepted):
                         assert got == brute.class_worlds(c), (ties, apply, counter, form, backend,
                                                               c)
                         if form == "dg":

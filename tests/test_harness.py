@@ -384,13 +384,15 @@ def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
     sample = WorldSet(f, [random_instance(rng, f) for _ in range(20)])
     forms = {"nnf": compile_nnf(f), "dg-conj": compile_dg(f), "dg": compile_dg(f, form="dg"),
              "alg4": compile_dg(f, apply="generic")}
+    classes = range(len(f.classes))
     for form, comp in forms.items():
-        for c in range(len(f.classes)):
-            def accepts(w):
-                return comp.nnf.evaluate(comp.roots[c], w) if form == "nnf" else comp.evaluate(c, w)
-            for worlds in (brute, sample):
-                assert circuit_worlds(form, comp, c, worlds) == sum(
-                    1 << i for i, w in enumerate(worlds.worlds) if accepts(w)), (form, c)
+        def accepts(c, w):
+            return comp.nnf.evaluate(comp.roots[c], w) if form == "nnf" else comp.evaluate(c, w)
+        for worlds in (brute, sample):
+            expected = [sum(1 << i for i, w in enumerate(worlds.worlds) if accepts(c, w))
+                        for c in classes]
+            assert circuit_worlds(form, comp, classes, worlds) == expected, form
+            assert [circuit_worlds(form, comp, [c], worlds)[0] for c in classes] == expected
 
 
 def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
