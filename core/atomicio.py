@@ -61,7 +61,14 @@ def _permissions(path: str) -> int:
 
 
 def current_umask() -> int:
-    """The process's umask (reading it means setting it: it is put straight back)."""
+    """The process's umask: from ``/proc/self/status`` where Linux shows it (reading it
+    leaves it alone, so other threads never see a zero umask), else by setting it and
+    putting it straight back."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
     umask = os.umask(0)
     os.umask(umask)
     return umask

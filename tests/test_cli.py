@@ -176,6 +176,28 @@ def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):
         os.umask(previous)
 
 
+def test_the_umask_is_read_with_and_without_proc(monkeypatch):
+    import builtins
+    import os
+
+    from core import atomicio
+
+    previous = os.umask(0o027)
+    try:
+        assert atomicio.current_umask() == 0o027  # from /proc/self/status on Linux
+        assert os.umask(0o027) == 0o027  # and left as it was
+
+        def no_proc(*args, **kwargs):  # type: ignore[no-untyped-def]
+            raise OSError("no /proc here")
+
+        monkeypatch.setattr(builtins, "open", no_proc)
+        os.umask(0o002)
+        assert atomicio.current_umask() == 0o002  # set and put back
+        assert os.umask(0o002) == 0o002
+    finally:
+        os.umask(previous)
+
+
 def test_an_unwritable_output_exits_2_naming_it(tmp_path, capsys):
     import os
     import subprocess
