@@ -22,7 +22,7 @@ sets ``allowed`` known in advance.
   clauses, starting from the unconstrained box, with the clauses of GR discovered on demand: a
   box that satisfies every clause known so far is checked against GR itself and either
   implies it or yields a violated clause with the fewest features in ``v``. GR's unit
-  clauses are known from the start (:func:`unit_clauses`, walks along the instance's path):
+  clauses are known from the start (:func:`unit_clauses`, a walk along the instance's path):
   found by checks, each would cost a round over the graphs. GR's clauses are
   the decision graphs' paths to false (its closed form), so the check is one pass over the
   graphs for many boxes, and no circuit of GR is built. Multiplying out the prime implicants
@@ -43,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from core.dgraph import DG
-from core.dgraph import FALSE as DG_FALSE
 from core.dgraph import TRUE as DG_TRUE
 from core.forest import mask_states as bits
 from core.nnf import AND, LIT, NNF, OR
@@ -241,32 +240,19 @@ def unit_clauses(dg: DG, roots: Sequence[int], x: Sequence[int]) -> dict[int, in
     A path to false that leaves ``x``'s path once, on a branch ``(S, T)`` of a node on ``f``,
     and follows ``x`` from ``T`` on, has the clause ``complement(S)`` alone (closed form,
     :mod:`core.reasons`; on ordered graphs ``x[f]`` is feasible at every node). Such paths
-    are found by walking ``x``'s path from each root and, at each of its nodes, ``x``'s path
-    from each other child, memoising where the walks end. The walks are no longer than the
-    features, so this costs far less than one check of boxes against the graphs."""
-    ends = {DG_FALSE: DG_FALSE, DG_TRUE: DG_TRUE}
-
-    def own(n: int) -> int:
-        bit = 1 << x[dg.feature[n]]
-        return next(c for m, c in dg.branches[n] if m & bit)
-
-    def end(n: int) -> int:
-        path = []
-        while n not in ends:
-            path.append(n)
-            n = own(n)
-        for m in path:
-            ends[m] = ends[n]
-        return ends[n]
-
+    are found by walking ``x``'s path from each root and evaluating each other child at ``x``
+    (:meth:`core.dgraph.DG.evaluate`). The walks are no longer than the features, so this
+    costs far less than one check of boxes against the graphs."""
     units: dict[int, int] = {}
     for n in roots:
         while n > DG_TRUE:
             f = dg.feature[n]
             for m, c in dg.branches[n]:
-                if not m >> x[f] & 1 and end(c) == DG_FALSE:
+                if m >> x[f] & 1:
+                    own = c
+                elif not dg.evaluate(c, x):
                     units[f] = units.get(f, 0) | m
-            n = own(n)
+            n = own
     return units
 
 
