@@ -57,7 +57,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--forest", required=True)
     p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
     p.add_argument("--what", default="all", help="all, or a comma list of "
-                                                 "sr,nr,gsr,gnr,ce,robust,flips")
+                   "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
+                   "large forests: see the README)")
     p.add_argument("--ties", choices=TIES, default="first")
     p.add_argument("--out", help="write the explanations here instead of stdout")
     add_max_nodes(p)
