@@ -182,6 +182,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                                 progress=progress, jobs=args.jobs)
         print(f"ties {ties}: {report.checks()} checks, {len(report.disagreements)} disagreements")
         print(report.table())
+        if not report.checks() and not report.interrupted:
+            # exit 0 (no disagreement), but a run that verified nothing must not read as a pass
+            print(f"crosscheck: warning: nothing was compared under ties {ties}: every check "
+                  "was skipped (the table gives the reasons)", file=sys.stderr)
         if not report.ok:
             failed.extend((ties, d) for d in report.disagreements)
             for d in report.disagreements[:5]:

@@ -213,6 +213,23 @@ def test_native_node_budget_skips_its_checks_and_keeps_the_oracles(tmp_path, cap
     assert "--max-nodes must be 0" in capsys.readouterr().err
 
 
+def test_crosscheck_warns_when_nothing_was_compared(tmp_path, capsys):
+    """No disagreement, so exit 0, but a run whose every check was skipped says so."""
+    f, xs = susan_case()
+    (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
+    (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
+    args = ["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+            str(tmp_path / "i.jsonl"), "--oracles", "sat", "--no-formulas", "--no-progress"]
+    assert main(args + ["--max-nodes", "3"]) == 0
+    captured = capsys.readouterr()
+    assert "ties first: 0 checks, 0 disagreements" in captured.out
+    assert "nothing was compared under ties first" in captured.err
+    assert main(args) == 0  # the same run with a budget that fits compares, and is quiet
+    captured = capsys.readouterr()
+    assert "0 checks" not in captured.out
+    assert "nothing was compared" not in captured.err
+
+
 def test_interrupted_crosscheck_keeps_the_finished_checks(tmp_path, monkeypatch, capsys):
     f, xs = susan_case()
     calls = []
