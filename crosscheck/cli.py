@@ -180,9 +180,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
             report = crosscheck(forest, instances, ties, oracles, what,
                                 formulas=not args.no_formulas, max_nodes=budget,
                                 progress=progress, jobs=args.jobs)
-        print(f"ties {ties}: {report.checks()} checks, {len(report.disagreements)} disagreements")
+        checks = report.checks()
+        print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements")
         print(report.table())
-        if not report.checks() and not report.interrupted:
+        if not checks and not report.interrupted:
             # exit 0 (no disagreement), but a run that verified nothing must not read as a pass
             print(f"crosscheck: warning: nothing was compared under ties {ties}: every check "
                   "was skipped (the table gives the reasons)", file=sys.stderr)
