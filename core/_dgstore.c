@@ -138,6 +138,7 @@ typedef struct {
 static PyTypeObject StoreType;
 static PyTypeObject ColumnType;
 static int int_array(PyObject *obj, Py_ssize_t n, int32_t **out, const char *what);
+static int instance_arg(Store *S, PyObject *obj, int32_t **out);
 
 /* -- memory ---------------------------------------------------------------------------- */
 
@@ -599,6 +600,73 @@ static int32_t negate(Store *S, int32_t root)
 fail:
     PyMem_Free(pending.v);
     return ERR;
+}
+
+/* PyStore.exists: ∃f. root of an ordered root, over the nodes below it in ascending order
+ * (children first); a node testing f becomes the disjunction of its children (a balanced
+ * tree of them, in segment order), a node above it is rebuilt on its children's results. */
+static int32_t exists(Store *S, int32_t root, int32_t f)
+{
+    IntVec nodes = {NULL, 0, 0}, kids = {NULL, 0, 0};
+    int32_t r = ERR, rank = S->rank[f];
+    /* Indexed by node id but written and read only below root: the untouched pages of a
+     * large allocation are never mapped. */
+    int32_t *result = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
+    uint32_t ep = next_epoch(S);
+    S->mark[root] = ep;
+    if (result == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (vec_push(&nodes, root) < 0 || reach(S, &nodes, ep, 0) < 0)
+        goto done;
+    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
+    for (size_t p = 0; p < nodes.n; p++) {
+        int32_t n = nodes.v[p];
+        Node d = S->node[n];
+        if (n <= 1 || S->rank[d.feat] > rank) { /* ordered: f is not tested below n */
+            result[n] = n;
+            continue;
+        }
+        if (d.feat == f) {
+            kids.n = 0;
+            for (size_t i = 0; i < d.nseg; i++)
+                if (S->segs[d.first + i].child != GAP
+                    && vec_push(&kids, S->segs[d.first + i].child) < 0)
+                    goto done;
+            while (kids.n > 1) { /* Apply may move the pool: kids holds ids */
+                size_t m = 0;
+                for (size_t i = 0; i < kids.n; i += 2) {
+                    int32_t c = i + 1 < kids.n ? apply_rec(S, OP_OR, kids.v[i], kids.v[i + 1])
+                                               : kids.v[i];
+                    if (c == ERR)
+                        goto done;
+                    kids.v[m++] = c;
+                }
+                kids.n = m;
+            }
+            result[n] = kids.v[0];
+            continue;
+        }
+        size_t base = S->n_scratch;
+        for (size_t i = 0; i < d.nseg; i++) {
+            Seg s = S->segs[d.first + i];
+            if (push_seg(S, base, s.end, s.child == GAP ? GAP : result[s.child]) < 0) {
+                S->n_scratch = base;
+                goto done;
+            }
+        }
+        result[n] = make_node(S, d.feat, S->scratch + base, S->n_scratch - base);
+        S->n_scratch = base;
+        if (result[n] == ERR)
+            goto done;
+    }
+    r = result[root];
+done:
+    PyMem_Free(kids.v);
+    PyMem_Free(result);
+    PyMem_Free(nodes.v);
+    return r;
 }
 
 /* -- minimal deviation sets (PyStore.min_deviations: NRs and CEs) ----------------------- */
@@ -1266,6 +1334,55 @@ static PyObject *Store_negate(Store *S, PyObject *arg)
     if (node_arg(S, arg, &n) < 0)
         return NULL;
     return id_result(negate(S, n));
+}
+
+static PyObject *Store_exists(Store *S, PyObject *args)
+{
+    PyObject *robj, *fobj;
+    int32_t root, f;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &fobj) || node_arg(S, robj, &root) < 0
+        || feature_arg(S, fobj, &f) < 0)
+        return NULL;
+    if (!S->node[root].ord) {
+        PyErr_SetString(PyExc_ValueError, "exists needs an ordered node");
+        return NULL;
+    }
+    return id_result(exists(S, root, f));
+}
+
+static PyObject *Store_evaluate(Store *S, PyObject *args)
+{
+    PyObject *robj, *xobj, *out = NULL;
+    IntVec roots = {NULL, 0, 0};
+    int32_t *x = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &xobj) || roots_arg(S, robj, &roots) < 0
+        || instance_arg(S, xobj, &x) < 0)
+        goto done;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(roots.n + 7) / 8);
+    if (out == NULL)
+        goto done;
+    unsigned char *value = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(value, 0, (roots.n + 7) / 8);
+    for (size_t i = 0; i < roots.n; i++) {
+        int32_t n = roots.v[i];
+        while (n > 1) {
+            const Seg *s = S->segs + S->node[n].first;
+            int32_t state = x[S->node[n].feat];
+            while (s->end <= state)
+                s++;
+            n = s->child;
+        }
+        if (n == GAP) {
+            PyErr_SetString(PyExc_ValueError, "the instance's state is not feasible on its path");
+            Py_CLEAR(out);
+            goto done;
+        }
+        value[i / 8] |= (unsigned char)(n << (i % 8));
+    }
+done:
+    PyMem_Free(roots.v);
+    PyMem_Free(x);
+    return out;
 }
 
 static PyObject *Store_reachable(Store *S, PyObject *arg)
@@ -1971,6 +2088,10 @@ static PyMethodDef Store_methods[] = {
     {"apply", (PyCFunction)Store_apply, METH_VARARGS,
      "apply(op, a, b) -> a and b (op 0) or a or b (op 1) of two ordered nodes."},
     {"negate", (PyCFunction)Store_negate, METH_O, "negate(n) -> the node with leaves swapped."},
+    {"exists", (PyCFunction)Store_exists, METH_VARARGS,
+     "exists(root, feature) -> the ordered node of: some state of feature satisfies root."},
+    {"evaluate", (PyCFunction)Store_evaluate, METH_VARARGS,
+     "evaluate(roots, x) -> bytes: bit i (little-endian) set if x satisfies roots[i]."},
     {"reachable", (PyCFunction)Store_reachable, METH_O,
      "reachable(roots) -> ascending ids of all nodes below the roots."},
     {"collect", (PyCFunction)Store_collect, METH_O,

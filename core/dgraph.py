@@ -139,6 +139,11 @@ class DG:
         """``¬root``: the same graph with leaves swapped (memoised)."""
         return self.store.negate(root)
 
+    def exists(self, root: int, feature: int) -> int:
+        """``∃feature. root`` (some state of ``feature`` satisfies ``root``) of an ordered
+        graph, as an ordered graph."""
+        return self.store.exists(root, feature)
+
     def collect(self, roots: Sequence[int]) -> list[int]:
         """Garbage collection: keep only the nodes below ``roots`` (and the leaves), renumbered
         in the same relative order, and return the roots' new ids. Every other id, and every
@@ -223,6 +228,11 @@ class DG:
             n = next(c for end, c in self.store.segments(n) if state < end)
             assert n != GAP, "the instance's state is not feasible at a node on its path"
         return n == TRUE
+
+    def evaluate_all(self, roots: Sequence[int], x: Sequence[int]) -> int:
+        """:meth:`evaluate` for each root at once: bit ``i`` set when ``x`` satisfies
+        ``roots[i]``."""
+        return int.from_bytes(self.store.evaluate(list(roots), list(x)), "little")
 
     def count_models(self, root: int) -> int:
         """Number of worlds satisfying ``root`` (weak test-once graphs)."""

@@ -180,6 +180,44 @@ class PyStore:
                 neg[m] = n
         return neg[root]
 
+    def exists(self, root: int, feature: int) -> int:
+        """``∃feature. root`` of an ordered node: each node testing ``feature`` replaced by the
+        disjunction of its children (ordered Apply, in segment order), the nodes above it
+        rebuilt, in ascending id order."""
+        if not self.ordered[root]:
+            raise ValueError("exists needs an ordered node")
+        rank = self.rank[feature]
+        result: dict[int, int] = {}
+        for n in self.reachable([root]):
+            f = self.feature[n]
+            if n <= TRUE or self.rank[f] > rank:  # ordered: feature is not tested below
+                result[n] = n
+            elif f == feature:
+                acc = FALSE
+                for _, c in self._segments[n]:
+                    if c != GAP:
+                        acc = self._apply(OR, acc, c)
+                result[n] = acc
+            else:
+                out: list[tuple[int, int]] = []
+                for end, c in self._segments[n]:
+                    _push(out, end, GAP if c == GAP else result[c])
+                result[n] = self.make(f, tuple(out))
+        return result[root]
+
+    def evaluate(self, roots: Sequence[int], x: Sequence[int]) -> bytes:
+        """Bit ``i`` (little-endian) set when instance ``x`` reaches the true leaf from
+        ``roots[i]`` (a state that is not feasible on the path raises ValueError)."""
+        value = 0
+        for i, n in enumerate(roots):
+            while n > TRUE:
+                state = x[self.feature[n]]
+                n = next(c for end, c in self._segments[n] if state < end)
+                if n == GAP:
+                    raise ValueError("the instance's state is not feasible on its path")
+            value |= n << i
+        return value.to_bytes((len(roots) + 7) // 8, "little")
+
     def reachable(self, roots: Iterable[int]) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological)."""
         seen: set[int] = set()

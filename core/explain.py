@@ -7,8 +7,11 @@ graph with Apply, then negated). :meth:`Explainer.explain` is stateless between 
 returns an immutable :class:`core.explanation.Explanation`:
 
 - CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
-- NRs: prime implicates of CR, read off the graph as its minimal deviation sets
-  (:meth:`core.dgraph.DG.min_deviations`, without building CR); SRs: prime implicants of CR,
+- NRs: prime implicates of CR, read off the graph as its minimal deviation sets, without
+  building CR: by the search :meth:`core.dgraph.DG.min_deviations` (``nr_method="search"``)
+  or, with few features, from the existential projections compiled with the class formulas
+  (:mod:`core.projections`; ``"project"``; ``"auto"``, the default, projects a graph when
+  that is cheap enough, see ``PROJECTION_WORK``, else searches); SRs: prime implicants of CR,
   as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: on the forests
   of ``bench explain`` it is the faster method) or by bottom-up expansion of CR
   (``"expand"``) (:mod:`core.primes`);
@@ -18,7 +21,7 @@ returns an immutable :class:`core.explanation.Explanation`:
   default: no CR needed) or Alg. 5 on CR (``"alg5"``); the shortest GNRs: Alg. 6–7 on the
   part of GR whose clauses fit a set of ``V`` (:mod:`core.robustness`);
 - CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
-  again as minimal deviation sets, of the graph of ``¬R^t``.
+  again as minimal deviation sets, of the graph of ``¬R^t`` (searched or projected as NRs).
 """
 
 from __future__ import annotations
@@ -35,12 +38,22 @@ from core.forest import Forest, Instance, check_ties
 from core.general import gnrs, gsrs
 from core.nnf import NNF
 from core.primes import hitting_sets, implicants
+from core.projections import MAX_FEATURES, Projections, TooLarge
 from core.reasons import complete_reason, general_reason
 from core.robustness import robustness, shortest_gnrs, shortest_sets
 from core.terms import simple
 
 SR_METHODS = ("expand", "dual")
 ROBUST_METHODS = ("alg5", "search")
+NR_METHODS = ("auto", "search", "project")
+#: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
+#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set; on
+#: appendicitis, 1.9 M nodes and 7 features, that takes about 45 s per class), and gives up
+#: when the projections add more than ``PROJECTION_FACTOR`` times its nodes plus
+#: ``PROJECTION_SLACK`` to the manager; the search serves such graphs.
+PROJECTION_WORK = 6 * 10 ** 8
+PROJECTION_FACTOR = 16
+PROJECTION_SLACK = 65536
 
 
 @dataclass
@@ -64,32 +77,76 @@ class Explainer:
 
     def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
                  order: str = "auto", robust_method: str = "search",
-                 max_nodes: int | None = None) -> None:
+                 max_nodes: int | None = None, nr_method: str = "auto") -> None:
         if sr_method not in SR_METHODS:
             raise ValueError(f"sr_method must be one of {SR_METHODS}")
         if robust_method not in ROBUST_METHODS:
             raise ValueError(f"robust_method must be one of {ROBUST_METHODS}")
+        if nr_method not in NR_METHODS:
+            raise ValueError(f"nr_method must be one of {NR_METHODS}")
+        if nr_method == "project" and len(forest.features) > MAX_FEATURES:
+            raise ValueError(f"nr_method 'project' needs at most {MAX_FEATURES} features")
         self.forest = forest
         self.ties = check_ties(ties)
         self.sr_method = sr_method
         self.robust_method = robust_method
+        self.nr_method = nr_method
         self.order = order
         self.max_nodes = max_nodes
         self._compiled: DGCompilation | None = None
         self._apply: Apply | None = None
         self._negated: dict[int, int] = {}
+        self._projections: dict[tuple[int, ...], Projections | None] = {}
 
     @property
     def compiled(self) -> DGCompilation:
-        """Alg. 3B class formulas (compiled on first use, each class's NR search prepared)."""
+        """Alg. 3B class formulas (compiled on first use, each class's NR search prepared or
+        its projections compiled)."""
         if self._compiled is None:
             comp = compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
                               max_nodes=self.max_nodes)
-            for roots in comp.roots:
-                comp.dg.prepare_search(roots)
             self._compiled = comp
             self._apply = Apply(comp.dg)
+            for roots in comp.roots:
+                self._prepare(roots)
         return self._compiled
+
+    def _prepare(self, roots: Sequence[int]) -> None:
+        """Ready the minimal deviation sets of ``∧ roots``: the search's layout, and the
+        projections unless ``nr_method`` is ``"search"``."""
+        if self.nr_method == "search" or self._projection(roots, self.nr_method) is None:
+            self.compiled.dg.prepare_search(roots)
+
+    def _projection(self, roots: Sequence[int], method: str) -> Projections | None:
+        """The projections of ``∧ roots`` (compiled on first use, cached); ``None`` when
+        ``method`` is ``"auto"`` and they are too large (then the search serves)."""
+        key = tuple(roots)
+        if key not in self._projections or (method == "project" and not self._projections[key]):
+            dg = self.compiled.dg
+            cap = None
+            if method == "auto":
+                size = dg.size(roots)
+                if len(dg.features) > MAX_FEATURES or size << len(dg.features) > PROJECTION_WORK:
+                    self._projections[key] = None
+                    return None
+                cap = PROJECTION_FACTOR * size + PROJECTION_SLACK
+                if dg.max_nodes is not None:  # leave the budget's other half to the graphs
+                    cap = min(cap, (dg.max_nodes - len(dg)) // 2)
+            try:
+                self._projections[key] = Projections(dg, roots, cap)
+            except TooLarge as exc:
+                if method != "auto":
+                    raise ValueError(f"nr_method 'project': {exc}") from exc
+                self._projections[key] = None
+        return self._projections[key]
+
+    def _min_deviations(self, roots: Sequence[int], x: Instance, method: str) -> list[int]:
+        """NRs (CEs on a negated class graph) by ``method`` (see :data:`NR_METHODS`)."""
+        if method != "search":
+            projections = self._projection(roots, method)
+            if projections is not None:
+                return projections.min_deviations(x)
+        return self.compiled.dg.min_deviations(roots, x)
 
     def compile(self, negated: bool = False) -> None:
         """Compile now what :meth:`explain` would compile on first use: the class formulas
@@ -109,16 +166,17 @@ class Explainer:
             for g in comp.roots[t]:
                 root = self._apply.conj(root, g)
             self._negated[t] = comp.dg.negate(root)
-            comp.dg.prepare_search([self._negated[t]])
+            self._prepare([self._negated[t]])
         return self._negated[t]
 
     def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,
                 timings: Timings | None = None, sr_method: str | None = None,
-                robust_method: str | None = None) -> Explanation:
+                robust_method: str | None = None, nr_method: str | None = None) -> Explanation:
         """Every requested field of SPEC §5 for instance ``x`` (state indices).
 
-        ``timings`` accumulates seconds per stage; ``sr_method`` and ``robust_method``
-        override the explainer's."""
+        ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and
+        ``nr_method`` override the explainer's."""
+        nr_method = nr_method or self.nr_method
         forest = self.forest
         what = tuple(k for k in ALL_WHAT if k in what)
         votes = forest.votes(x)
@@ -141,7 +199,7 @@ class Explainer:
             # NRs (and the dual SRs, and robustness) come from the graph itself; CR is built
             # only for the stages that walk it.
             needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand) or (robust and not alg5)
-            nr_sets = dg.min_deviations(roots, x) if needs_nr else []
+            nr_sets = self._min_deviations(roots, x, nr_method) if needs_nr else []
             if "nr" in what:
                 fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
             clock.lap("nr")
@@ -187,8 +245,8 @@ class Explainer:
                         continue
                     negated = self.negated_class(t)
                     clock.lap("compile")
-                    ces.append((t, Explanation.sets(simple(x, v)
-                                                    for v in dg.min_deviations([negated], x))))
+                    ces.append((t, Explanation.sets(
+                        simple(x, v) for v in self._min_deviations([negated], x, nr_method))))
                     clock.lap("ce")
                     if timings is not None:
                         timings.ce_targets += 1

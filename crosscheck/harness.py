@@ -34,6 +34,7 @@ from core.classformula import compile_nnf
 from core.dgcompile import compile_dg
 from core.errors import BudgetExceeded, InputError
 from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
+from core.projections import MAX_FEATURES
 from core.explanation import ALL_WHAT, WHAT_FIELDS, dumps
 from core.forest import Forest, Instance, instance_to_json
 from core.nnf import NNF
@@ -330,13 +331,15 @@ class Crosscheck:
         """Every instance's explanation against the oracles; ``jobs > 1`` forks that many
         workers, which share the circuits and oracles built here (where fork is available)."""
         explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes)
-        # On small forests every pair of SR and robustness methods faces the oracles, chosen
-        # per instance (by its states: fuzz cases have three instances); on large ones the
-        # defaults (what users get) alone.
+        # On small forests every combination of SR, robustness and NR methods faces the
+        # oracles, chosen per instance (by its states: fuzz cases have three instances); on
+        # large ones the defaults (what users get) alone.
         small = len(self.forest.trees) * self.forest.n_worlds() <= ALG4_LIMIT
-        pairs = list(itertools.product(SR_METHODS, ROBUST_METHODS))
-        methods = [pairs[(i + sum(x)) % len(pairs)] if small
-                   else (explainer.sr_method, explainer.robust_method)
+        nr_methods = ("search", "project") if len(self.forest.features) <= MAX_FEATURES \
+            else ("search",)
+        combos = list(itertools.product(SR_METHODS, ROBUST_METHODS, nr_methods))
+        methods = [combos[(i + sum(x)) % len(combos)] if small
+                   else (explainer.sr_method, explainer.robust_method, explainer.nr_method)
                    for i, x in enumerate(instances)]
         if jobs <= 1 or len(instances) <= 1 or not can_fork():
             for i, x in enumerate(instances):
@@ -379,12 +382,12 @@ class Crosscheck:
             self.oracle(name)
 
     def _explain(self, explainer: Explainer, x: Instance, what: Sequence[str], method: str,
-                 robust: str) -> None:
+                 robust: str, nr: str) -> None:
         """One instance's explanation by the native engine against every oracle."""
         shown = instance_to_json(self.forest, x)
         ours = self._guard("explain", ("native", "-"), shown,
                            lambda: explainer.explain(x, what, sr_method=method,
-                                                     robust_method=robust))
+                                                     robust_method=robust, nr_method=nr))
         if ours is None:
             return
         mine = ours.to_json()

@@ -87,9 +87,13 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
                 child = rng.choice(nodes)
                 groups[child] = groups.get(child, 0) | 1 << s
             node, ok = dg.node(f, [(m, c) for c, m in groups.items()]), False
-        elif kind < 0.85:
+        elif kind < 0.8:
             op = rng.choice((AND, OR))
             node, ok = ap.ordered(op, rng.choice(operands), rng.choice(operands)), True
+        elif kind < 0.85:  # projection of an ordered node, and evaluation of some nodes
+            node, ok = dg.exists(rng.choice(operands), f), True
+            x = [rng.randrange(f.n_states) for f in features]
+            trace.append(dg.evaluate_all(rng.sample(operands, min(9, len(operands))), x))
         elif kind < 0.95:
             i = rng.randrange(len(nodes))
             node, ok = dg.negate(nodes[i]), clean[i]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
+from core.explain import NR_METHODS, ROBUST_METHODS, SR_METHODS, Explainer
 from core.explanation import ALL_WHAT, Explanation
 from core.nnf import NNF
 from core.dgcompile import compile_dg
@@ -30,8 +30,8 @@ LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 def check_answers(doc, inst, answers):
     f = forest(doc)
     x = instance(f, inst)
-    for method, robust in itertools.product(SR_METHODS, ROBUST_METHODS):
-        e = Explainer(f, sr_method=method, robust_method=robust).explain(x)
+    for method, robust, nr in itertools.product(SR_METHODS, ROBUST_METHODS, NR_METHODS):
+        e = Explainer(f, sr_method=method, robust_method=robust, nr_method=nr).explain(x)
         assert f.classes[e.decision] == answers["decision"]
         for key, value in answers.items():
             if key == "decision":

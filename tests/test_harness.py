@@ -24,7 +24,7 @@ ORIGINAL = Explainer.explain
 
 def planted(change):
     """An Explainer.explain that returns a corrupted explanation."""
-    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None):
+    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None, nr_method=None):
         e = ORIGINAL(self, x, what) if what is not None else ORIGINAL(self, x)
         return change(e)
     return explain
@@ -234,7 +234,7 @@ def test_interrupted_crosscheck_keeps_the_finished_checks(tmp_path, monkeypatch,
     f, xs = susan_case()
     calls = []
 
-    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None):
+    def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None, nr_method=None):
         calls.append(x)
         if len(calls) == 2:
             raise KeyboardInterrupt
