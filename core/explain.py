@@ -140,6 +140,11 @@ class Explainer:
                 self._projections[key] = None
         return self._projections[key]
 
+    def projected(self) -> tuple[int, int]:
+        """How many of the graphs (class conjunctions, negated classes) prepared so far have
+        projections, out of how many."""
+        return sum(p is not None for p in self._projections.values()), len(self._projections)
+
     def _min_deviations(self, roots: Sequence[int], x: Instance, method: str) -> list[int]:
         """NRs (CEs on a negated class graph) by ``method`` (see :data:`NR_METHODS`)."""
         if method != "search":

@@ -520,20 +520,23 @@ _ALG7_CLAUSES = 48
 _GRID_BITS = 1 << 24
 
 
-def _grid(features: Sequence[int], packing: Packing) -> list[int]:
-    """Points per state of each feature below it: the grid over ``features[i:]`` has
-    ``sizes[i]`` points, the state ``s`` of ``features[i]`` holding the block of
-    ``sizes[i + 1]`` points from ``s * sizes[i + 1]``."""
+def _grid(counts: Sequence[int]) -> list[int]:
+    """Points per value of each axis below it, for axes of ``counts[i]`` values: the grid
+    over axes ``i, i + 1, …`` has ``sizes[i]`` points, value ``s`` of axis ``i`` holding the
+    block of ``sizes[i + 1]`` points from ``s * sizes[i + 1]``."""
     sizes = [1]
-    for f in reversed(features):
-        sizes.append(sizes[-1] * packing.full[f].bit_length())
+    for count in reversed(counts):
+        sizes.append(sizes[-1] * count)
     return sizes[::-1]
 
 
 def _region(box: Sequence[int], sizes: Sequence[int], at: int) -> int:
-    """The points of the grid over ``features[at:]`` inside the box (states per feature)."""
-    region = 1
-    for i in range(len(box) - 1, at - 1, -1):
+    """The points of the grid over axes ``at, at + 1, …`` inside the box (values per axis).
+
+    The last axis's block is one point, so its values are its points; each earlier axis
+    copies the region below it to the blocks of its values."""
+    region = box[-1]
+    for i in range(len(box) - 2, at - 1, -1):
         block, grown = sizes[i + 1], 0
         for s in bits(box[i]):
             grown |= region << s * block
@@ -561,10 +564,16 @@ def _boxes_in(region: int, sizes: Sequence[int], at: int) -> list[tuple[int, ...
                 meets[m] = None
     out = []
     for meet in meets:
-        holding = sum(1 << s for s, row in enumerate(slices) if row & meet == meet)
+        holding, others = 0, []
+        for s, row in enumerate(slices):
+            if row & meet == meet:
+                holding |= 1 << s
+            else:
+                others.append(row)
         for rest in _boxes_in(meet, sizes, at + 1):
+            # the slices holding meet hold the box's part inside it; no other may
             inside = _region((0,) * (at + 1) + rest, sizes, at + 1)
-            if sum(1 << s for s, row in enumerate(slices) if row & inside == inside) == holding:
+            if not any(row & inside == inside for row in others):
                 out.append((holding, *rest))
     return out
 
@@ -574,15 +583,32 @@ def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Pac
     negations of the maximal boxes inside the union of the clauses' negations (a clause is
     implied iff its negation lies in that union, the falsified part of the grid) — the same
     clauses as Alg. 7's closure by resolution, without its cubic pairwise loop."""
-    sizes = _grid(features, packing)
+    fields = [[packing.field(c, f) for f in features] for c in clauses]
+    # The grid's axes are the atoms of each feature: the classes of states that every
+    # clause's field holds or leaves together. The falsified part is a union of atom boxes,
+    # so its maximal boxes are too, and the grid shrinks to the atoms' product.
+    atoms: list[list[int]] = []
+    for i, f in enumerate(features):
+        parts = [packing.full[f]]
+        for field in {row[i] for row in fields}:
+            parts = [piece for part in parts for piece in (part & field, part & ~field) if piece]
+        atoms.append(parts)
+    sizes = _grid([len(parts) for parts in atoms])
+    on_atoms = [{field: sum(1 << j for j, atom in enumerate(parts) if atom & field)
+                 for field in {row[i] for row in fields}} for i, parts in enumerate(atoms)]
+    firsts: dict[tuple[int, ...], int] = {}  # boxes grouped by their other axes
+    for row in fields:
+        tail = tuple(on[field] for on, field in zip(on_atoms[1:], row[1:]))
+        firsts[tail] = firsts.get(tail, 0) | on_atoms[0][row[0]]
     falsified = 0
-    for c in clauses:
-        falsified |= _region([packing.field(c, f) for f in features], sizes, 0)
+    for tail, first in firsts.items():
+        falsified |= _region((first, *tail), sizes, 0)
     out = []
     for box in _boxes_in(falsified, sizes, 0):
         packed = packing.top
-        for f, m in zip(features, box):
-            packed = packed & ~packing.masks[f] | m << packing.offsets[f]
+        for f, parts, m in zip(features, atoms, box):
+            states = sum(parts[j] for j in bits(m))
+            packed = packed & ~packing.masks[f] | states << packing.offsets[f]
         out.append(packed)
     return out
 
@@ -612,7 +638,7 @@ def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> li
             for c in on_v:
                 union |= c
             primes = [union]
-        elif _grid(features, packing)[0] <= _GRID_BITS and (
+        elif _grid([packing.full[f].bit_length() for f in features])[0] <= _GRID_BITS and (
                 len(features) == 2 or len(on_v) > _ALG7_CLAUSES):
             primes = _maximal_boxes(on_v, features, packing)
         else:
