@@ -121,7 +121,8 @@ class Explainer:
         """The projections of ``∧ roots`` (compiled on first use, cached); ``None`` when
         ``method`` is ``"auto"`` and they are too large (then the search serves)."""
         key = tuple(roots)
-        if key not in self._projections or (method == "project" and not self._projections[key]):
+        if key not in self._projections or (method == "project"
+                                            and self._projections[key] is None):
             dg = self.compiled.dg
             cap = None
             if method == "auto":
@@ -182,6 +183,8 @@ class Explainer:
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and
         ``nr_method`` override the explainer's."""
         nr_method = nr_method or self.nr_method
+        if nr_method not in NR_METHODS:
+            raise ValueError(f"nr_method must be one of {NR_METHODS}")
         forest = self.forest
         what = tuple(k for k in ALL_WHAT if k in what)
         votes = forest.votes(x)

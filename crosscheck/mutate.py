@@ -40,7 +40,8 @@ from core.errors import InputError
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODULES = ("core/sortnet.py", "core/classformula.py", "core/apply.py",
                    "core/dgcompile.py", "core/reasons.py", "core/primes.py", "core/general.py",
-                   "core/robustness.py", "core/dgstore.py", "core/totalizer.py")
+                   "core/robustness.py", "core/dgstore.py", "core/totalizer.py",
+                   "core/projections.py")
 EQUIVALENT_FILE = ROOT / "crosscheck" / "EQUIVALENT_MUTANTS.md"
 FUZZ_SEED = 1
 

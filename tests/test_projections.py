@@ -144,3 +144,21 @@ def test_nr_methods_equal_brute_force(case, ties, method):
     explainer = Explainer(f, ties, nr_method=method)
     what = ("sr", "nr", "ce", "robust", "flips")
     assert explainer.explain(x, what).to_json() == BruteForce(f, ties).explain(x, what).to_json()
+
+
+def test_unknown_nr_method_is_refused():
+    f = iris_forest()
+    with pytest.raises(ValueError, match="nr_method"):
+        Explainer(f, nr_method="nope")
+    with pytest.raises(ValueError, match="nr_method"):
+        Explainer(f).explain(BruteForce(f, "first").worlds[0], ("nr",), nr_method="nope")
+
+
+def test_projections_need_ordered_graphs():
+    f = iris_forest()
+    comp = compile_dg(f, "first", "dg-conj")
+    dg = comp.dg
+    retest = dg.node(0, ((1, dg.literal(0, 1)), (dg.full[0] & ~1, dgraph.TRUE)))
+    assert not dg.ordered[retest]
+    with pytest.raises(ValueError, match="ordered"):
+        Projections(dg, [comp.roots[0][0], retest])
