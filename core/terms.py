@@ -27,14 +27,22 @@ def make(literals: Iterable[Literal]) -> Term:
     return out
 
 
-def sort_key(term: Term) -> list[list[Any]]:
-    """SPEC §5 sort key of a term or clause."""
-    return [[f, mask_states(m)] for f, m in term]
+def sort_key(term: Term) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """SPEC §5 sort key of a term or clause: its ``[[feature, [states]], …]`` as tuples, which
+    compare as those lists do (one-state masks, the common case, without listing bits)."""
+    return tuple((f, (m.bit_length() - 1,) if m & (m - 1) == 0 else tuple(mask_states(m)))
+                 for f, m in term)
 
 
 def canonical(items: Iterable[Term]) -> tuple[Term, ...]:
-    """A set of terms/clauses, deduplicated and in SPEC §5 order."""
-    return tuple(sorted(set(items), key=sort_key))
+    """A set of terms/clauses, deduplicated and in SPEC §5 order.
+
+    When every literal has one state (NRs, SRs, CEs), the terms themselves compare in that
+    order: a one-state mask ``1 << s`` grows with ``s``."""
+    unique = set(items)
+    if all(m & (m - 1) == 0 for term in unique for _, m in term):
+        return tuple(sorted(unique))
+    return tuple(sorted(unique, key=sort_key))
 
 
 def variables(term: Term) -> int:
@@ -48,12 +56,11 @@ def variables(term: Term) -> int:
 def simple(x: Sequence[int], features: int) -> Term:
     """The term/clause of instance literals ``{x[X]}`` on the features of a bitmask."""
     out = []
-    f = 0
     while features:
-        if features & 1:
-            out.append((f, 1 << x[f]))
-        features >>= 1
-        f += 1
+        low = features & -features
+        f = low.bit_length() - 1
+        out.append((f, 1 << x[f]))
+        features ^= low
     return tuple(out)
 
 

@@ -16,7 +16,8 @@ from core.nnf import NNF
 from core.dgcompile import compile_dg
 from core.reasons import complete_reason, general_reason
 from core.robustness import flips
-from core.terms import simple
+from core.forest import mask_states
+from core.terms import canonical, simple
 from crosscheck.brute import BruteForce
 from crosscheck.cli import main
 from crosscheck.harness import nnf_worlds
@@ -152,3 +153,18 @@ def test_cli_output_is_byte_identical_to_brute_force(tmp_path, capsys, ties):
         brute = BruteForce(f, ties)
         assert out.read_text() == "".join(brute.explain(x).to_line() + "\n" for x in xs)
     capsys.readouterr()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(st.integers(0, 5), st.integers(1, 15), max_size=4), max_size=8),
+       st.booleans())
+def test_canonical_order_is_specs(raw, one_state):
+    # SPEC §5: sorted by [[feature, [states]], …] compared as lists; the fast path for
+    # one-state literals (sorting the terms themselves) must give the same order.
+    terms = [tuple(sorted((f, 1 << (m % 4) if one_state else m) for f, m in d.items()))
+             for d in raw]
+    spec = sorted({t: None for t in terms},
+                  key=lambda t: [[f, mask_states(m)] for f, m in t])
+    assert canonical(terms) == tuple(spec)
+    x = tuple(range(6))
+    assert simple(x, 0b101001) == ((0, 1 << 0), (3, 1 << 3), (5, 1 << 5))
