@@ -40,7 +40,7 @@ inside this module they are packed into ints (:class:`Packing`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from core.dgraph import DG
 from core.dgraph import TRUE as DG_TRUE
@@ -578,36 +578,51 @@ def _boxes_in(region: int, sizes: Sequence[int], at: int) -> list[tuple[int, ...
     return out
 
 
+def _blocks(mask: int) -> Iterator[tuple[int, int]]:
+    """The blocks of consecutive ones of a bitmask, as ``(first, end_exclusive)``."""
+    while mask:
+        low = mask & -mask
+        above = mask + low  # the carry clears the lowest block and sets the bit past it
+        yield low.bit_length() - 1, (above & ~mask).bit_length() - 1
+        mask &= above
+
+
 def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Packing) -> list[int]:
     """The prime implicates of clauses (packed negated) on exactly ``features``: the
     negations of the maximal boxes inside the union of the clauses' negations (a clause is
     implied iff its negation lies in that union, the falsified part of the grid) — the same
     clauses as Alg. 7's closure by resolution, without its cubic pairwise loop."""
     fields = [[packing.field(c, f) for f in features] for c in clauses]
-    # The grid's axes are the atoms of each feature: the classes of states that every
-    # clause's field holds or leaves together. The falsified part is a union of atom boxes,
-    # so its maximal boxes are too, and the grid shrinks to the atoms' product.
-    atoms: list[list[int]] = []
+    # The grid's axes are each feature's runs: the longest intervals of states on which
+    # every clause's field is constant. The falsified part is a union of run boxes, so its
+    # maximal boxes are too, and the grid shrinks to the runs' product.
+    runs: list[list[int]] = []  # per feature, its runs' first states, then its state count
+    on_runs = []  # per feature, each field as the runs it holds
     for i, f in enumerate(features):
-        parts = [packing.full[f]]
-        for field in {row[i] for row in fields}:
-            parts = [piece for part in parts for piece in (part & field, part & ~field) if piece]
-        atoms.append(parts)
-    sizes = _grid([len(parts) for parts in atoms])
-    on_atoms = [{field: sum(1 << j for j, atom in enumerate(parts) if atom & field)
-                 for field in {row[i] for row in fields}} for i, parts in enumerate(atoms)]
+        distinct = {row[i] for row in fields}
+        cuts = 0  # bit s: some field differs at states s and s + 1
+        for field in distinct:
+            cuts |= field ^ field >> 1
+        n = packing.full[f].bit_length()
+        starts = [0, *(s + 1 for s in bits(cuts & (1 << (n - 1)) - 1)), n]
+        runs.append(starts)
+        # a field's blocks of states begin and end at runs' starts
+        index = {start: j for j, start in enumerate(starts)}
+        on_runs.append({field: sum((1 << index[end]) - (1 << index[start])
+                                    for start, end in _blocks(field)) for field in distinct})
+    sizes = _grid([len(starts) - 1 for starts in runs])
     firsts: dict[tuple[int, ...], int] = {}  # boxes grouped by their other axes
     for row in fields:
-        tail = tuple(on[field] for on, field in zip(on_atoms[1:], row[1:]))
-        firsts[tail] = firsts.get(tail, 0) | on_atoms[0][row[0]]
+        tail = tuple(on[field] for on, field in zip(on_runs[1:], row[1:]))
+        firsts[tail] = firsts.get(tail, 0) | on_runs[0][row[0]]
     falsified = 0
     for tail, first in firsts.items():
         falsified |= _region((first, *tail), sizes, 0)
     out = []
     for box in _boxes_in(falsified, sizes, 0):
         packed = packing.top
-        for f, parts, m in zip(features, atoms, box):
-            states = sum(parts[j] for j in bits(m))
+        for f, starts, m in zip(features, runs, box):
+            states = sum((1 << starts[end]) - (1 << starts[start]) for start, end in _blocks(m))
             packed = packed & ~packing.masks[f] | states << packing.offsets[f]
         out.append(packed)
     return out

@@ -8,6 +8,7 @@ by ``[[feature index, [state indices]] for each literal]`` compared as Python li
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -29,9 +30,14 @@ def make(literals: Iterable[Literal]) -> Term:
 
 def sort_key(term: Term) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """SPEC §5 sort key of a term or clause: its ``[[feature, [states]], …]`` as tuples, which
-    compare as those lists do (one-state masks, the common case, without listing bits)."""
-    return tuple((f, (m.bit_length() - 1,) if m & (m - 1) == 0 else tuple(mask_states(m)))
-                 for f, m in term)
+    compare as those lists do."""
+    return tuple((f, _states(m)) for f, m in term)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _states(mask: int) -> tuple[int, ...]:
+    """The states of a mask (cached: explanations of one forest share their literals)."""
+    return tuple(mask_states(mask))
 
 
 def canonical(items: Iterable[Term]) -> tuple[Term, ...]:
