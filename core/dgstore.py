@@ -182,8 +182,8 @@ class PyStore:
 
     def exists(self, root: int, feature: int) -> int:
         """``∃feature. root`` of an ordered node: each node testing ``feature`` replaced by the
-        disjunction of its children (ordered Apply, in segment order), the nodes above it
-        rebuilt, in ascending id order."""
+        disjunction of its children (ordered Apply on a balanced tree of them, pairs in
+        segment order), the nodes above it rebuilt, in ascending id order."""
         if not self.ordered[root]:
             raise ValueError("exists needs an ordered node")
         rank = self.rank[feature]
@@ -193,11 +193,11 @@ class PyStore:
             if n <= TRUE or self.rank[f] > rank:  # ordered: feature is not tested below
                 result[n] = n
             elif f == feature:
-                acc = FALSE
-                for _, c in self._segments[n]:
-                    if c != GAP:
-                        acc = self._apply(OR, acc, c)
-                result[n] = acc
+                kids = [c for _, c in self._segments[n] if c != GAP]
+                while len(kids) > 1:
+                    kids = [self._apply(OR, *kids[i:i + 2]) if i + 1 < len(kids) else kids[i]
+                            for i in range(0, len(kids), 2)]
+                result[n] = kids[0]
             else:
                 out: list[tuple[int, int]] = []
                 for end, c in self._segments[n]:

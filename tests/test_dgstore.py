@@ -140,6 +140,23 @@ def test_random_sessions_give_identical_stores(monkeypatch, seed):
     assert all(t == traces[0] for t in traces)
 
 
+def test_exists_over_many_children_makes_the_same_nodes(monkeypatch):
+    # A node on the quantified feature with six distinct children: both stores disjoin them
+    # in the same balanced tree, so they create the same intermediate nodes with the same ids.
+    snapshots = []
+    for backend in BACKENDS:
+        monkeypatch.setattr(dgraph, "BACKEND", backend)
+        dg = DG([Feature.categorical("A", list("pqrstu")), Feature.categorical("B", list("abcdef")),
+                 Feature.categorical("C", list("xyz"))])
+        ap = Apply(dg)
+        kids = [ap.conj(dg.literal(1, 1 << i | 1 << (i + 1) % 6), dg.literal(2, 1 << i % 3))
+                for i in range(6)]
+        assert len(set(kids)) == 6
+        dg.exists(dg.node(0, [(1 << i, k) for i, k in enumerate(kids)]), 0)
+        snapshots.append(snapshot(dg))
+    assert all(s == snapshots[0] for s in snapshots)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_min_deviations_on_retests(monkeypatch, backend):
     # A weak test-once graph whose path to false through re-tests of A (x's state no longer
