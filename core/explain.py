@@ -126,8 +126,9 @@ class Explainer:
             dg = self.compiled.dg
             cap = None
             if method == "auto":
-                size = dg.size(roots)
-                if len(dg.features) > MAX_FEATURES or size << len(dg.features) > PROJECTION_WORK:
+                # the feature count first: it spares wide forests a walk of their graphs
+                size = dg.size(roots) if len(dg.features) <= MAX_FEATURES else None
+                if size is None or size << len(dg.features) > PROJECTION_WORK:
                     self._projections[key] = None
                     return None
                 cap = PROJECTION_FACTOR * size + PROJECTION_SLACK
