@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
 from core.errors import BudgetExceeded
-from core.forest import Feature, Forest, mask_states, weak_test_once_violation
+from core.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
 
 __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 
@@ -101,11 +101,7 @@ class DG:
         """The reduced, hash-consed node testing ``feature`` with these (disjoint) branches."""
         runs = []  # (first state, end state, child) of each run of consecutive states
         for mask, child in branches:
-            while mask:
-                low = mask & -mask
-                above = mask + low  # the carry clears the lowest run and sets the bit past it
-                runs.append((low.bit_length() - 1, (above & ~mask).bit_length() - 1, child))
-                mask &= above
+            runs.extend((start, end, child) for start, end in mask_blocks(mask))
         runs.sort()
         segments: list[tuple[int, int]] = []
         covered = 0

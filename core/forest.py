@@ -19,7 +19,7 @@ import bisect
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,15 @@ def mask_states(mask: int) -> list[int]:
         out.append(low.bit_length() - 1)
         mask ^= low
     return out
+
+
+def mask_blocks(mask: int) -> Iterator[tuple[int, int]]:
+    """The blocks of consecutive members of a bitmask, as ``(first, end_exclusive)``."""
+    while mask:
+        low = mask & -mask
+        above = mask + low  # the carry clears the lowest block and sets the bit past it
+        yield low.bit_length() - 1, (above & ~mask).bit_length() - 1
+        mask &= above
 
 
 def states_mask(states: Iterable[int]) -> int:

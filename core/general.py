@@ -40,10 +40,11 @@ inside this module they are packed into ints (:class:`Packing`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from core.dgraph import DG
 from core.dgraph import TRUE as DG_TRUE
+from core.forest import mask_blocks
 from core.forest import mask_states as bits
 from core.nnf import AND, LIT, NNF, OR
 from core.terms import Clause, Term
@@ -578,15 +579,6 @@ def _boxes_in(region: int, sizes: Sequence[int], at: int) -> list[tuple[int, ...
     return out
 
 
-def _blocks(mask: int) -> Iterator[tuple[int, int]]:
-    """The blocks of consecutive ones of a bitmask, as ``(first, end_exclusive)``."""
-    while mask:
-        low = mask & -mask
-        above = mask + low  # the carry clears the lowest block and sets the bit past it
-        yield low.bit_length() - 1, (above & ~mask).bit_length() - 1
-        mask &= above
-
-
 def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Packing) -> list[int]:
     """The prime implicates of clauses (packed negated) on exactly ``features``: the
     negations of the maximal boxes inside the union of the clauses' negations (a clause is
@@ -609,7 +601,7 @@ def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Pac
         # a field's blocks of states begin and end at runs' starts
         index = {start: j for j, start in enumerate(starts)}
         on_runs.append({field: sum((1 << index[end]) - (1 << index[start])
-                                    for start, end in _blocks(field)) for field in distinct})
+                                   for start, end in mask_blocks(field)) for field in distinct})
     sizes = _grid([len(starts) - 1 for starts in runs])
     firsts: dict[tuple[int, ...], int] = {}  # boxes grouped by their other axes
     for row in fields:
@@ -622,7 +614,8 @@ def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Pac
     for box in _boxes_in(falsified, sizes, 0):
         packed = packing.top
         for f, starts, m in zip(features, runs, box):
-            states = sum((1 << starts[end]) - (1 << starts[start]) for start, end in _blocks(m))
+            states = sum((1 << starts[end]) - (1 << starts[start])
+                         for start, end in mask_blocks(m))
             packed = packed & ~packing.masks[f] | states << packing.offsets[f]
         out.append(packed)
     return out
