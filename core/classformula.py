@@ -56,6 +56,9 @@ class Ops(Generic[T]):
     max: Callable[[T, T], T]
     min: Callable[[T, T], T]
     false: T
+    #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one
+    #: operation (decision graphs: :meth:`core.dgraph.DG.threshold`), for ``counter="topdown"``.
+    threshold: Callable[[list[T], list[int]], list[T]] | None = None
 
 
 def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int, j: int,
@@ -64,20 +67,25 @@ def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int,
 
     ``pos[c][l]`` is ``C^c_l`` and ``neg[c][l]`` is ``¬C^c_l``; outputs share their cone.
     ``counter`` is the network: ``oddeven`` (paper Alg. 1–2) or ``totalizer``
-    (:mod:`core.totalizer`; a tree's pair counts 1 for ``¬C^j_l`` and 2 for ``C^i_l``).
+    (:mod:`core.totalizer`; a tree's pair counts 1 for ``¬C^j_l`` and 2 for ``C^i_l``), or
+    ``topdown``: no network, the operands' ``threshold`` operation on the same inputs.
     """
     n = len(pos[i])
     if len(pos) == 2:
         wanted = [n // 2 + 1 if s else (n + 1) // 2 for s in strict]
-        if counter == "totalizer":
-            return counts([[c] for c in pos[i]], wanted, ops)
-        return evaluate(network(n), list(pos[i]), wanted, ops.max, ops.min, ops.false)
-    wanted = [n + 1 if s else n for s in strict]
+        groups = [[c] for c in pos[i]]
+    else:
+        wanted = [n + 1 if s else n for s in strict]
+        groups = [[neg[j][l], pos[i][l]] for l in range(n)]
+    if counter == "topdown":
+        if ops.threshold is None:
+            raise ValueError("counter 'topdown' needs a threshold operation")
+        return ops.threshold([v for g in groups for v in g], wanted)
     if counter == "totalizer":
-        return counts([[neg[j][l], pos[i][l]] for l in range(n)], wanted, ops)
-    inputs = [v for l in range(n) for v in (neg[j][l], pos[i][l])]
-    return evaluate(network(2 * n, presorted_pairs=True), inputs, wanted, ops.max, ops.min,
-                    ops.false)
+        return counts(groups, wanted, ops)
+    inputs = [v for g in groups for v in g]
+    return evaluate(network(len(inputs), presorted_pairs=len(pos) > 2), inputs, wanted, ops.max,
+                    ops.min, ops.false)
 
 
 def tree_formulas(tree: Tree, n_classes: int, leaf: Callable[[bool], T],

@@ -85,9 +85,10 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
 
 def add_counter(p: argparse.ArgumentParser) -> None:
     """``--counter``: how decision-graph compiles count votes (:mod:`core.dgcompile`)."""
-    p.add_argument("--counter", choices=("totalizer", "oddeven"), default="totalizer",
-                   help="dg forms: count votes with a totalizer (default) or the paper's "
-                        "odd-even network (same graphs, usually slower on large ones)")
+    p.add_argument("--counter", choices=("topdown", "totalizer", "oddeven"), default="topdown",
+                   help="dg forms: count votes by top-down expansion (default), a totalizer or "
+                        "the paper's odd-even network (same graphs; the networks are slower "
+                        "and hold more memory)")
 
 
 def positive_int(text: str) -> int:

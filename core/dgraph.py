@@ -140,6 +140,13 @@ class DG:
         graph, as an ordered graph."""
         return self.store.exists(root, feature)
 
+    def threshold(self, roots: Sequence[int], ks: Sequence[int]) -> list[int]:
+        """Per ``k`` of ``ks``: "at least ``k`` of the ordered graphs ``roots`` are true" as an
+        ordered graph (repeats count), by top-down expansion: the sub-problems are the
+        number still needed and the residues of the roots, so no intermediate graph is
+        built (:meth:`core.dgstore.PyStore.threshold`)."""
+        return self.store.threshold(list(roots), list(ks))
+
     def collect(self, roots: Sequence[int]) -> list[int]:
         """Garbage collection: keep only the nodes below ``roots`` (and the leaves), renumbered
         in the same relative order, and return the roots' new ids. Every other id, and every

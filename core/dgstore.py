@@ -37,12 +37,18 @@ LEAF = -1
 #: Child of the segments of states not feasible at a node.
 GAP = -1
 AND, OR = 0, 1
+#: The node budget bounds the memory of :meth:`PyStore.threshold`'s sub-problems too: one of
+#: ``m`` residues counts ``m + MEMO_ENTRY_WORDS`` 4-byte words, and every ``MEMO_NODE_WORDS``
+#: of them one node (the C store's table; ``core.budget.NODE_BYTES`` per node).
+MEMO_ENTRY_WORDS = 12
+MEMO_NODE_WORDS = 50
 
 Segments = tuple[tuple[int, int], ...]
 
 
 class PyStore:
-    """Hash-consed nodes, ordered Apply, negation and traversal (reference implementation).
+    """Hash-consed nodes, ordered Apply, thresholds, negation and traversal (reference
+    implementation).
 
     ``n_states[f]`` and ``rank[f]`` describe feature ``f``; ``max_nodes`` (decision nodes
     held) and ``deadline`` (a ``time.monotonic()`` value) bound the work and raise ``error``
@@ -64,6 +70,7 @@ class PyStore:
         self._negation: dict[int, int] = {FALSE: TRUE, TRUE: FALSE}
         self._computed: tuple[dict[tuple[int, int], int], ...] = ({}, {})
         self._max_nodes = max_nodes
+        self._memo_words = 0  # of the threshold in progress
         self._deadline = deadline
         self._error = error
         self._messages = (nodes_message, time_message)
@@ -204,6 +211,59 @@ class PyStore:
                     _push(out, end, GAP if c == GAP else result[c])
                 result[n] = self.make(f, tuple(out))
         return result[root]
+
+    def threshold(self, roots: Sequence[int], ks: Sequence[int]) -> list[int]:
+        """Per ``k`` of ``ks``: the ordered node of "at least ``k`` of ``roots`` are true"
+        (ordered roots, a multiset), by top-down expansion (:meth:`_threshold`); the
+        sub-problems are shared by the ``ks`` of one call."""
+        if not all(self.ordered[n] for n in roots):
+            raise ValueError("threshold needs ordered nodes")
+        rest = tuple(sorted(n for n in roots if n > TRUE))
+        trues = sum(n == TRUE for n in roots)
+        memo: dict[tuple[int, tuple[int, ...]], int] = {}
+        self._memo_words = 0
+        return [self._threshold(k - trues, rest, memo) for k in ks]
+
+    def _threshold(self, need: int, rest: tuple[int, ...],
+                   memo: dict[tuple[int, tuple[int, ...]], int]) -> int:
+        """The node of: at least ``need`` of ``rest`` (sorted decision nodes) are true. It
+        tests the first feature (by rank) any of them tests; on each block of its states where no
+        residue changes child, the residues move to those children, leaves leave the list (a
+        true one lowers ``need``), and the rest is the block's sub-problem, memoised. Every
+        level raises the first tested rank: the depth is at most the number of features."""
+        if need <= 0:
+            return TRUE
+        if need > len(rest):
+            return FALSE
+        key = (need, rest)
+        result = memo.get(key)
+        if result is not None:
+            return result
+        feature = min((self.feature[n] for n in rest), key=self.rank.__getitem__)
+        testing = [n for n in rest if self.feature[n] == feature]
+        kept = [n for n in rest if self.feature[n] != feature]
+        cursor = [0] * len(testing)
+        out: list[tuple[int, int]] = []
+        while True:
+            segs = [self._segments[n][i] for n, i in zip(testing, cursor)]
+            end = min(e for e, _ in segs)
+            kids = [c for _, c in segs]
+            if GAP in kids:
+                child = GAP
+            else:
+                child = self._threshold(need - kids.count(TRUE),
+                                        tuple(sorted(kept + [c for c in kids if c > TRUE])), memo)
+            _push(out, end, child)
+            if end == self.n_states[feature]:
+                break
+            cursor = [c + (e == end) for c, (e, _) in zip(cursor, segs)]
+        result = self.make(feature, tuple(out))
+        self._memo_words += len(rest) + MEMO_ENTRY_WORDS
+        if (self._max_nodes is not None
+                and len(self.feature) - 2 + self._memo_words // MEMO_NODE_WORDS > self._max_nodes):
+            raise self._error(self._messages[0])
+        memo[key] = result
+        return result
 
     def evaluate(self, roots: Sequence[int], x: Sequence[int]) -> bytes:
         """Bit ``i`` (little-endian) set when instance ``x`` reaches the true leaf from

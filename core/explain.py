@@ -77,7 +77,8 @@ class Explainer:
 
     def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
                  order: str = "auto", robust_method: str = "search",
-                 max_nodes: int | None = None, nr_method: str = "auto") -> None:
+                 max_nodes: int | None = None, nr_method: str = "auto",
+                 compiled: DGCompilation | None = None) -> None:
         if sr_method not in SR_METHODS:
             raise ValueError(f"sr_method must be one of {SR_METHODS}")
         if robust_method not in ROBUST_METHODS:
@@ -93,6 +94,9 @@ class Explainer:
         self.nr_method = nr_method
         self.order = order
         self.max_nodes = max_nodes
+        #: Alg. 3B's class formulas of this forest and tie policy from ordered Apply, when
+        #: the caller has compiled them already (the crosscheck harness checks them first).
+        self._given = compiled
         self._compiled: DGCompilation | None = None
         self._apply: Apply | None = None
         self._negated: dict[int, int] = {}
@@ -103,8 +107,8 @@ class Explainer:
         """Alg. 3B class formulas (compiled on first use, each class's NR search prepared or
         its projections compiled)."""
         if self._compiled is None:
-            comp = compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
-                              max_nodes=self.max_nodes)
+            comp = self._given or compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
+                                             max_nodes=self.max_nodes)
             self._compiled = comp
             self._apply = Apply(comp.dg)
             for roots in comp.roots:

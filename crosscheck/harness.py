@@ -27,11 +27,11 @@ import operator
 import random
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.classformula import compile_nnf
-from core.dgcompile import compile_dg
+from core.dgcompile import DGCompilation, compile_dg
 from core.errors import BudgetExceeded, InputError
 from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
 from core.projections import MAX_FEATURES
@@ -185,6 +185,8 @@ class Crosscheck:
         self.max_nodes = max_nodes
         #: Why the native engine stopped (its node budget), once it has.
         self.native_stopped: str | None = None
+        #: Alg. 3B's class formulas as :meth:`class_formulas` compiled and checked them.
+        self.compiled_3b: DGCompilation | None = None
         self._oracle: dict[str, Any] = {}
 
     # -- building engines -----------------------------------------------------------------------
@@ -240,11 +242,13 @@ class Crosscheck:
         forms: dict[str, Any] = {}
         forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
                                    lambda: compile_nnf(forest, ties))
-        forms["dg-conj"] = self._guard("formula dg-conj", ("native", "-"), None,
-                                       lambda: compile_dg(forest, ties, "dg-conj",
-                                                          max_nodes=budget))
-        forms["dg"] = self._guard("formula dg", ("native", "-"), None,
-                                  lambda: compile_dg(forest, ties, "dg", max_nodes=budget))
+        # One compile serves both forms: Alg. 3A's keeps Alg. 3B's conjuncts (roots_3b), and
+        # the explanations reuse them (a large forest's graphs are compiled once, not thrice).
+        both = self._guard("formula dg-conj", ("native", "-"), None,
+                           lambda: compile_dg(forest, ties, "dg", max_nodes=budget))
+        forms["dg-conj"] = self.compiled_3b = None if both is None else replace(
+            both, form="dg-conj", roots=both.roots_3b)
+        forms["dg"] = self._guard("formula dg", ("native", "-"), None, lambda: both)
         if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
             forms["dg-conj alg4"] = self._guard(
                 "formula dg-conj alg4", ("native", "-"), None,
@@ -311,9 +315,13 @@ class Crosscheck:
             else:
                 worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
                           for _ in range(SAT_WORLDS)]
-                models = circuit_worlds(form, comp, [c], WorldSet(forest, worlds))[0]
-                for i, w in enumerate(worlds):
-                    ours, theirs = bool(models >> i & 1), oracle.member(w, c)
+                if form == "nnf":
+                    models = circuit_worlds(form, comp, [c], WorldSet(forest, worlds))[0]
+                    member = [bool(models >> i & 1) for i in range(len(worlds))]
+                else:  # one path per world: a fold would visit every node of a large graph
+                    member = [comp.evaluate(c, w) for w in worlds]
+                for ours, w in zip(member, worlds):
+                    theirs = oracle.member(w, c)
                     self._result(check, name, ours == theirs, None, ours, theirs,
                                  instance_to_json(forest, w), f"class {class_name}")
 
@@ -330,7 +338,8 @@ class Crosscheck:
                      progress: Callable[[int, int], None] | None = None, jobs: int = 1) -> None:
         """Every instance's explanation against the oracles; ``jobs > 1`` forks that many
         workers, which share the circuits and oracles built here (where fork is available)."""
-        explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes)
+        explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes,
+                              compiled=self.compiled_3b)
         # On small forests every combination of SR, robustness and NR methods faces the
         # oracles, chosen per instance (by its states: fuzz cases have three instances); on
         # large ones the defaults (what users get) alone.

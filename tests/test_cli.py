@@ -60,7 +60,8 @@ def test_both_vote_counters_compile_the_same_graphs(tmp_path, iris_csv, capsys):
                      counter, "--out", str(outdir), "--no-progress"]) == 0
         result = json.loads(capsys.readouterr().out)
         nodes[counter] = {c: v["nodes"] for c, v in result["classes"].items()}
-    assert nodes["totalizer"] == nodes["oddeven"]  # canonical graphs under one feature order
+    # canonical graphs under one feature order
+    assert nodes["totalizer"] == nodes["oddeven"] == nodes["topdown"]
     # the CLI offers exactly the library's counters
     parser = build_parser()
     args = parser.parse_args(["compile", "--forest", "f", "--counter", "oddeven"])

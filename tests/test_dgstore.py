@@ -90,10 +90,16 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
         elif kind < 0.8:
             op = rng.choice((AND, OR))
             node, ok = ap.ordered(op, rng.choice(operands), rng.choice(operands)), True
-        elif kind < 0.85:  # projection of an ordered node, and evaluation of some nodes
+        elif kind < 0.83:  # projection of an ordered node, and evaluation of some nodes
             node, ok = dg.exists(rng.choice(operands), f), True
             x = [rng.randrange(f.n_states) for f in features]
             trace.append(dg.evaluate_all(rng.sample(operands, min(9, len(operands))), x))
+        elif kind < 0.85:  # thresholds of ordered nodes (repeats count)
+            inputs = [rng.choice(operands) for _ in range(rng.randint(0, 6))]
+            *more, node = dg.threshold(inputs, [rng.randint(-1, 7) for _ in range(3)])
+            nodes.extend(more)
+            clean.extend(True for _ in more)
+            ok = True
         elif kind < 0.95:
             i = rng.randrange(len(nodes))
             node, ok = dg.negate(nodes[i]), clean[i]
@@ -366,7 +372,8 @@ def test_compile_equals_brute_force_in_both_stores(monkeypatch, seed):
     for ties in ("first", "all"):
         brute = BruteForce(f, ties)
         for apply, counter in (("ordered", "totalizer"), ("ordered", "oddeven"),
-                               ("generic", "totalizer"), ("generic", "oddeven")):
+                               ("ordered", "topdown"), ("generic", "totalizer"),
+                               ("generic", "oddeven")):
             for form in ("dg-conj", "dg"):
                 shapes = []
                 for backend in BACKENDS:
@@ -480,6 +487,32 @@ def test_node_budget(monkeypatch, backend):
     with pytest.raises(BudgetExceeded, match=r"^decision graphs exceed --max-nodes 500$"):
         operands(dg)
     assert len(dg) == 502  # the leaves and exactly the budget
+
+
+def test_node_budget_counts_the_threshold_table(monkeypatch):
+    """A threshold's sub-problems hold memory as well: with room for every node it makes but
+    not for its table, the budget stops it, at the same point in both stores."""
+    def inputs(dg: DG) -> list[int]:
+        rng = random.Random(3)
+        ap = Apply(dg)
+        return [ap.ordered(OR, dg.literal(rng.randrange(12), rng.getrandbits(6) or 1),
+                           dg.literal(rng.randrange(12), rng.getrandbits(6) or 1))
+                for _ in range(30)]
+
+    stopped = []
+    for backend in BACKENDS:
+        monkeypatch.setattr(dgraph, "BACKEND", backend)
+        free = DG(FEATURES)
+        roots = inputs(free)
+        before = len(free)
+        free.threshold(roots, [15])
+        dg = DG(FEATURES, max_nodes=len(free) - 2)
+        roots = inputs(dg)
+        with pytest.raises(BudgetExceeded, match=r"^decision graphs exceed --max-nodes"):
+            dg.threshold(roots, [15])
+        assert before < len(dg) < len(free)
+        stopped.append(len(dg))
+    assert len(set(stopped)) == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

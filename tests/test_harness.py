@@ -163,6 +163,29 @@ def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
     assert {d.check for d in report.disagreements} == {"formula dg is one graph per class"}
 
 
+def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
+    """A large forest's graphs are compiled once per crosscheck, not once per use."""
+    import core.explain
+    import crosscheck.harness as harness
+
+    f, xs = make_case(5, 3, Limits())
+    real = harness.compile_dg
+    ordered = []
+
+    def counted(forest, ties, form, **kw):
+        ordered.append(kw.get("apply", "ordered") == "ordered")
+        return real(forest, ties, form, **kw)
+
+    def again(*args, **kw):
+        raise AssertionError("the explainer compiled the class formulas again")
+
+    monkeypatch.setattr(harness, "compile_dg", counted)
+    monkeypatch.setattr(core.explain, "compile_dg", again)
+    report = crosscheck(f, xs, oracles=("brute",))
+    assert report.ok, report.table()
+    assert ordered.count(True) == 1
+
+
 def test_broken_graph_invariants_are_reported(monkeypatch):
     from core.dgraph import DG
 
