@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define LEAF (-1)
@@ -932,11 +933,34 @@ static int dev_push(const int32_t *code, DevVec *v, int32_t node, uint64_t held)
  * class's graph is a small part of the store, scattered among the other classes' nodes;
  * laid out contiguously (parents beside a child) it is read with few cache misses. Built by
  * prepare or on first use per root list, kept until collect renumbers the nodes. */
+/* Memory for a search layout's code, on 2 MiB pages where the kernel grants them on request
+ * (transparent huge pages in "madvise" mode): the searches read it at random, and with 4 KiB
+ * pages nearly every node read misses the TLB. Advice only; freed with free(). Measured on
+ * ionosphere's NR search, three alternating rounds: 0.18-0.21 s per instance instead of
+ * 0.22-0.28 s; advising the node arrays and tables as well was slower (0.22-0.24 s). */
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static void *code_alloc(size_t bytes)
+{
+    void *p = NULL;
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+    size_t size = (bytes + align - 1) / align * align;
+    if (posix_memalign(&p, align, size ? size : align) != 0) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE)
+        madvise(p, size, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 static void layout_free(Layout *L)
 {
     PyMem_Free(L->roots);
     PyMem_Free(L->root_at);
-    PyMem_Free(L->code);
+    free(L->code);
     memset(L, 0, sizeof *L);
 }
 
@@ -974,7 +998,7 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
                 goto fail;
         }
     }
-    L->code = PyMem_Malloc((size_t)end * sizeof(int32_t));
+    L->code = code_alloc((size_t)end * sizeof(int32_t));
     L->roots = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
     L->root_at = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
     if (L->code == NULL || L->roots == NULL || L->root_at == NULL) {
