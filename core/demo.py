@@ -81,7 +81,7 @@ def run_demo() -> int:
     explainer = Explainer(forest)
     start = time.perf_counter()
     graphs = explainer.compiled
-    print(f"Class formulas as conjunctions of decision graphs (Alg. 3B, Apply): "
+    print(f"Class formulas as conjunctions of decision graphs (Alg. 3B, votes counted top-down): "
           f"{graphs.total_nodes()} nodes in {time.perf_counter() - start:.3f} s")
     seen: set[int] = set()
     shown = 0
