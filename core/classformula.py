@@ -77,13 +77,13 @@ def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int,
     else:
         wanted = [n + 1 if s else n for s in strict]
         groups = [[neg[j][l], pos[i][l]] for l in range(n)]
+    inputs = [v for g in groups for v in g]
     if counter == "topdown":
         if ops.threshold is None:
             raise ValueError("counter 'topdown' needs a threshold operation")
-        return ops.threshold([v for g in groups for v in g], wanted)
+        return ops.threshold(inputs, wanted)
     if counter == "totalizer":
         return counts(groups, wanted, ops)
-    inputs = [v for g in groups for v in g]
     return evaluate(network(len(inputs), presorted_pairs=len(pos) > 2), inputs, wanted, ops.max,
                     ops.min, ops.false)
 
