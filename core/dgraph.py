@@ -40,25 +40,29 @@ __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 T = TypeVar("T")
 
 
-def _stores() -> tuple[dict[str, Any], str]:
-    """The available store classes by backend name, and the default backend."""
+def _stores() -> tuple[dict[str, Any], str, Any]:
+    """The available store classes by backend name, the default backend, and the C extension
+    module (None when it is not the default)."""
     stores: dict[str, Any] = {"python": PyStore}
     if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
-        return stores, "python"
+        return stores, "python", None
     from core import _native
 
     try:
-        stores["c"] = _native.load().Store
+        module = _native.load()
     except _native.NativeUnavailable as exc:
         print(f"rfcircuits: warning: C decision-graph store unavailable ({exc}); "
               "using the slower pure-Python store", file=sys.stderr)
-        return stores, "python"
-    return stores, "c"
+        return stores, "python", None
+    stores["c"] = module.Store
+    return stores, "c", module
 
 
 #: Store classes by backend name ("c" when the extension loaded, and "python").
 #: BACKEND: the backend new :class:`DG` managers use ("c" or "python").
-STORES, BACKEND = _stores()
+#: NATIVE: the C extension module when BACKEND is "c" (it also serves
+#: :func:`core.primes.hitting_sets`), else None.
+STORES, BACKEND, NATIVE = _stores()
 
 
 class DG:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from core.dgraph import NATIVE
 from core.forest import mask_states as bits
 from core.nnf import AND, CONST, LIT, NNF, TRUE
 
@@ -83,6 +84,27 @@ def hitting_sets(family: Iterable[int]) -> list[int]:
 
     The minimal hitting sets of the prime implicates of a monotone formula are its prime
     implicants. No set to hit gives ``[0]`` (the empty set); an empty set to hit gives ``[]``.
+    The search is :func:`mmcs`, run by its C twin in ``core/_dgstore.c`` when the C store is
+    the backend (the same search on arrays of 64-bit words: 2.2 s instead of 12.6 s for the
+    42,628 SRs of the 45,951 NRs of a breast-cancer instance)."""
+    edges = sorted(set(family), key=lambda s: (s.bit_count(), s))
+    if not edges:
+        return [0]
+    if edges[0] == 0:
+        return []
+    if NATIVE is None:
+        out = mmcs(edges)
+    else:
+        words = max(max(e.bit_length() for e in edges) + 63 >> 6, 1)
+        size = 8 * words
+        found = NATIVE.hitting_sets(b"".join(e.to_bytes(size, "little") for e in edges), words)
+        out = [int.from_bytes(found[i:i + size], "little") for i in range(0, len(found), size)]
+    return sorted(out, key=lambda s: (s.bit_count(), s))
+
+
+def mmcs(edges: list[int]) -> list[int]:
+    """The minimal hitting sets of ``edges`` (non-empty sets sorted by size then value, at
+    least one), in the order the search finds them.
 
     MMCS (Murakami & Uno, 2014), depth first on an explicit stack: a partial set ``S`` is
     extended by the members of one set it does not hit yet, and kept only while it is
@@ -91,11 +113,6 @@ def hitting_sets(family: Iterable[int]) -> list[int]:
     found once. Sets of sets are bitmasks over the family's members (``occ[f]``: the
     members holding ``f``), so every step is a few big-integer operations; unlike Berge's
     dualisation no intermediate family is kept."""
-    edges = sorted(set(family), key=lambda s: (s.bit_count(), s))
-    if not edges:
-        return [0]
-    if edges[0] == 0:
-        return []
     occ: dict[int, int] = {}
     everything = 0
     for i, e in enumerate(edges):
@@ -133,5 +150,5 @@ def hitting_sets(family: Iterable[int]) -> list[int]:
         else:
             kept.append((v, uncov & ov))
             stack.append([s | 1 << v, kept, uncov & ~ov, cand, None])
-    return sorted(out, key=lambda s: (s.bit_count(), s))
+    return out
 
