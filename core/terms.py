@@ -80,7 +80,11 @@ def term_json(forest: Forest, term: Term) -> list[dict[str, Any]]:
 
 
 def terms_json(forest: Forest, items: Iterable[Term]) -> list[list[dict[str, Any]]]:
-    return [term_json(forest, t) for t in canonical(items)]
+    """The items' JSON (SPEC §5). Items repeat a few literals (SRs and NRs use one per
+    feature) tens of thousands of times, so each literal's dict is made once and shared."""
+    made: dict[Literal, dict[str, Any]] = {}
+    return [[made[lit] if lit in made else made.setdefault(lit, literal_json(forest, lit))
+             for lit in t] for t in canonical(items)]
 
 
 def literal_text(forest: Forest, lit: Literal) -> str:

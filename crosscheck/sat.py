@@ -43,6 +43,16 @@ matter since the sets are sorted afterwards.
 NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
 freers of ``R^t`` (SPEC §3). Robustness is a separate MaxSAT (RC2) computation.
 
+**Certificate.** Given SRs and NRs (the native engine's), :meth:`SatOracle.certify_reasons`
+proves them exactly right, or finds what is wrong, without enumerating: every SR blocks (one
+UNSAT call each), every NR frees with all its features changed (one SAT call each), neither
+family has a member inside another (bitsets), and every set meeting all SRs contains an NR
+(one propositional call over one variable per feature). On a 25-tree breast-cancer forest it took
+11 s where the enumeration (NRs, then SRs by Hitman) took 35 s on an instance with 40,634
+NRs and 34,223 SRs, 3.2 s instead of 5.5 s on one with 10,947 and 7,232. The harness
+(:mod:`crosscheck.harness`) checks the native SRs and NRs this way, and on forests of at
+most ``SAT_ITEM_WORLDS`` worlds also against the enumeration.
+
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
 atoms as unreified cardinality constraints (fewer clauses and no idle reified half, which made
 these many calls about 1.4× faster), the instance's counter and its blocking clauses. A solver
@@ -56,6 +66,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pysat.card import CardEnc, EncType, ITotalizer
@@ -95,6 +106,37 @@ ENCODINGS = {
     "mtotalizer": EncType.mtotalizer,
     "kmtotalizer": EncType.kmtotalizer,
 }
+
+
+#: The checks of :meth:`SatOracle.certify_reasons`, in the order they run.
+CERTIFICATE_CHECKS = ("sr_well_formed", "nr_well_formed", "sr_antichain", "nr_antichain",
+                      "sr_sufficient", "nr_frees", "sr_transversals")
+
+#: SAT solver of the certificate's propositional call (a variable per feature, a clause
+#: per reason): on the 75,000 reasons of a breast-cancer instance MiniSat 2.2 took 1.3–2.1 s
+#: a call, as did its GH variant, Glucose 4 1.6–2.4 s, CaDiCaL 3–4 s, Lingeling 30 s.
+DUALITY_SOLVER = "m22"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What :meth:`SatOracle.certify_reasons` found. ``verdicts`` maps every check of
+    :data:`CERTIFICATE_CHECKS` to True (holds), False (fails) or None (not run: the items are
+    malformed); ``counterexamples`` maps each failed check to its first counterexample, in
+    words."""
+
+    verdicts: dict[str, bool | None]
+    counterexamples: dict[str, str]
+
+    @property
+    def holds(self) -> bool:
+        """Every check holds: the SRs and the NRs given are exactly the true ones."""
+        return all(self.verdicts.values())
+
+    def describe(self) -> str:
+        """The failed checks with their counterexamples, or ``certified``."""
+        return "; ".join(f"{check}: {text}" for check, text in self.counterexamples.items()) \
+            or "certified"
 
 
 class SatOracle:
@@ -533,8 +575,7 @@ class SatOracle:
 
     def _freers(self, x: Instance, goal: int) -> list[frozenset[int]]:
         """All minimal freers of ``goal`` at ``x``, by increasing size (module docstring)."""
-        if self.ties == "first" and len(self.class_vars) == 2 and abs(goal) == self.class_vars[1]:
-            goal = -self.class_vars[0] if goal > 0 else self.class_vars[0]  # R^1 = ¬R^0
+        goal = self._shared_goal(goal)
         cache = self._cache_of(x)
         if goal in cache:
             return cache[goal]
@@ -560,6 +601,13 @@ class SatOracle:
                         break  # unsatisfiable whatever the bound: no freer is left
         cache[goal] = found
         return found
+
+    def _shared_goal(self, goal: int) -> int:
+        """The goal literal the fresh solvers use: with ``first`` ties and two classes
+        ``R^1 = ¬R^0``, so goals on ``r_1`` become goals on ``r_0`` (one CNF serves both)."""
+        if self.ties == "first" and len(self.class_vars) == 2 and abs(goal) == self.class_vars[1]:
+            return -self.class_vars[0] if goal > 0 else self.class_vars[0]
+        return goal
 
     def _blockers(self, x: Instance, goal: int) -> list[frozenset[int]]:
         """All minimal blockers of ``goal`` at ``x``: the minimal hitting sets of the minimal
@@ -637,6 +685,208 @@ class SatOracle:
             fields["robustness"] = self.robustness(x)
         return Explanation(self.forest, x, self.ties, self.votes(x), self.decision(x),
                            self.classes_of(x), tuple(k for k in ALL_WHAT if k in what), **fields)
+
+    # -- certificate of given SRs and NRs (SPEC §3) ----------------------------------------
+
+    def certify_reasons(self, x: Sequence[int], srs: Sequence[Term],
+                        nrs: Sequence[Clause]) -> Certificate:
+        """Prove that ``srs`` are exactly the SRs of ``x`` and ``nrs`` exactly its NRs
+        (SPEC §3), or find what is wrong, with one SAT call per item and one propositional
+        call instead of enumerating them.
+
+        A feature set ``V`` is *sufficient*, ``g(V)``, when fixing ``V`` to x's states makes
+        ``¬Δ`` unsatisfiable; ``U`` *frees*, ``h(U)``, when some world differing from x only
+        on ``U`` satisfies ``¬Δ``. Both are monotone and ``h(U) = ¬g(complement of U)``; SRs
+        are the minimal sufficient sets, NRs the minimal freeing ones. With ``A`` the SRs'
+        feature sets and ``B`` the NRs', the checks (:data:`CERTIFICATE_CHECKS`) are:
+
+        - ``sr_well_formed``, ``nr_well_formed``: every item is x's literals in feature order,
+          each feature once, and the items strictly increase (SPEC §5 order, no duplicates);
+          the other checks run only on well-formed items;
+        - ``sr_antichain``, ``nr_antichain``: no member of ``A`` (of ``B``) strictly contains
+          another (bitsets over the family, :func:`_strict_subset`);
+        - ``sr_sufficient``: every ``a ∈ A`` is sufficient (an UNSAT call fixing ``a``);
+        - ``nr_frees``: every ``b ∈ B`` frees, by a world changing all of ``b`` (a minimal
+          freer is freed only so): a SAT call fixing the features outside ``b`` and assuming
+          those of ``b`` off x's states;
+        - ``sr_transversals``: every transversal of ``A`` (a set meeting every ``a``)
+          contains some ``b ∈ B``: one UNSAT call over a variable ``X_f`` per feature with
+          the clauses ``∨_{f∈a} X_f`` and ``∨_{f∈b} ¬X_f``.
+
+        Together they prove ``A`` = SRs and ``B`` = NRs:
+
+        - every SR ``s`` is in ``A``: no ``a ∈ A`` lies inside ``s`` but ``s`` itself (``a`` is
+          sufficient and ``s`` minimal), so if ``s ∉ A`` its complement meets every ``a`` and
+          contains some ``b ∈ B`` (``sr_transversals``), whose freeing world agrees with x on
+          ``s``: ``s`` would not be sufficient;
+        - every ``a ∈ A`` is an SR: it is sufficient, so it contains an SR, which is in ``A``,
+          hence is ``a`` (``sr_antichain``);
+        - every NR ``n`` is in ``B``: ``n`` meets every ``a`` (else ``a`` inside the complement
+          of ``n`` would block every world that changes only ``n``), so it contains some
+          ``b ∈ B``, which frees, hence is ``n`` (``n`` is minimal);
+        - every ``b ∈ B`` is an NR: it frees, so it contains an NR, which is in ``B``, hence is
+          ``b`` (``nr_antichain``).
+
+        The dual call (every set meeting all NRs contains an SR) would add nothing. When Δ is
+        valid (SPEC §5: ``A = {∅}``, ``B = {}``) the empty clause of ``∅`` makes the
+        propositional call UNSAT.
+
+        A set ``X`` the propositional call finds is diagnosed: ``X`` meets every ``a`` and
+        contains no ``b``; either it frees, and a minimal freer inside it is an NR missing from
+        ``B``, or its complement is sufficient, and a minimal sufficient set inside that is an
+        SR missing from ``A``; the missing item is found by dropping one feature at a time
+        (monotonicity).
+        """
+        x = self._check_instance(x)
+        verdicts: dict[str, bool | None] = dict.fromkeys(CERTIFICATE_CHECKS)
+        found: dict[str, str] = {}
+
+        def record(check: str, problem: str | None) -> None:
+            verdicts[check] = problem is None
+            if problem is not None:
+                found[check] = problem
+
+        record("sr_well_formed", self._malformed(x, "SR", srs))
+        record("nr_well_formed", self._malformed(x, "NR", nrs))
+        if found:
+            return Certificate(verdicts, found)
+        a = [frozenset(f for f, _ in term) for term in srs]
+        b = [frozenset(f for f, _ in clause) for clause in nrs]
+        record("sr_antichain", self._nested(x, "SR", a))
+        record("nr_antichain", self._nested(x, "NR", b))
+        goal = self._shared_goal(self._not_delta(x))
+        with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver:
+            # The clauses learnt refuting the SRs make the NRs' witnesses 2× faster.
+            record("sr_sufficient", self._insufficient(solver, x, a))
+            record("nr_frees", self._not_freeing(solver, x, b))
+            record("sr_transversals", self._uncovered(solver, x, a, b))
+        return Certificate(verdicts, found)
+
+    def _malformed(self, x: Instance, kind: str, items: Sequence[Term]) -> str | None:
+        """Why the items are not x's literals in SPEC §5 order, or None (``*_well_formed``)."""
+        literals = {(f, 1 << s) for f, s in enumerate(x) if self.forest.features[f].n_states > 1}
+        for k, item in enumerate(items):
+            wrong = next((lit for lit in item if lit not in literals), None)
+            if wrong is not None:
+                return f"{kind} #{k} {item!r}: {wrong!r} is not a literal of x (SPEC §1)"
+            if item != tuple(sorted(set(item))):
+                return f"{kind} #{k} {item!r}: features repeat or are out of order"
+            if k and items[k - 1] >= item:  # one-state literals: SPEC §5 order is tuple order
+                how = "repeats" if items[k - 1] == item else "comes after"
+                shown = self._shown(x, [f for f, _ in item])
+                return f"{kind} #{k - 1} {how} {kind} #{k} {shown}"
+        return None
+
+    def _nested(self, x: Instance, kind: str, sets: Sequence[frozenset[int]]) -> str | None:
+        """A member of the family that strictly contains another, or None (``*_antichain``)."""
+        pair = _strict_subset(sets, self.n_features)
+        if pair is None:
+            return None
+        i, j = pair
+        return (f"{kind} #{i} {self._shown(x, sets[i])} contains "
+                f"{kind} #{j} {self._shown(x, sets[j])}")
+
+    def _insufficient(self, solver: Solver, x: Instance,
+                      blockers: Sequence[frozenset[int]]) -> str | None:
+        """The first set that does not block the solver's goal, or None (``sr_sufficient``)."""
+        for v in blockers:
+            if self._solve(solver, self._fix(x, sorted(v))):
+                return (f"SR {self._shown(x, v)} is not sufficient: "
+                        f"{self._world(solver.get_model(), x)} agrees with it and leaves Δ")
+        return None
+
+    def _not_freeing(self, solver: Solver, x: Instance,
+                     freers: Sequence[frozenset[int]]) -> str | None:
+        """The first set such that no world changing exactly its features satisfies the
+        solver's goal (it does not free, or a strict subset does), or None (``nr_frees``).
+        Asking for exactly (a minimal freer frees only so) saves reading the models."""
+        everything = set(range(self.n_features))
+        for v in freers:
+            fixed = self._fix(x, sorted(everything - v))
+            if self._solve(solver, fixed + [-lit for lit in self._fix(x, v)]):
+                continue
+            if not self._solve(solver, fixed):
+                return f"NR {self._shown(x, v)} does not free: changing it cannot leave Δ"
+            world = self._world(solver.get_model(), x)
+            return f"NR {self._shown(x, v)} is not minimal: {world} leaves Δ"
+        return None
+
+    def _uncovered(self, solver: Solver, x: Instance, srs: Sequence[frozenset[int]],
+                   nrs: Sequence[frozenset[int]]) -> str | None:
+        """A set meeting every SR and containing no NR, with the item its existence shows
+        missing; None when there is none (``sr_transversals``). One propositional call,
+        feature ``f`` the variable ``f + 1``."""
+        clauses = [[f + 1 for f in v] for v in srs] + [[-f - 1 for f in v] for v in nrs]
+        with Solver(name=DUALITY_SOLVER, bootstrap_with=clauses) as duality:
+            if not self._solve(duality):
+                return None
+            uncovered = frozenset(v - 1 for v in duality.get_model() if v > 0)
+        # The complement of such a set is sufficient unless an NR is missing.
+        fixed = frozenset(range(self.n_features)) - uncovered
+        return (f"the features {self._names(uncovered)} meet every SR and contain no NR, so "
+                f"{self._missing(solver, x, fixed)}")
+
+    def _missing(self, solver: Solver, x: Instance, fixed: frozenset[int]) -> str:
+        """The item that fixing ``fixed`` to x shows missing (the caller knows that no given
+        item fits): when the goal stays satisfiable, a minimal freer inside the features the
+        world changes (an NR), else a minimal blocker inside ``fixed`` (an SR); both shrunk one
+        feature at a time (monotonicity)."""
+        if self._solve(solver, self._fix(x, sorted(fixed))):
+            freer = self._diff(solver.get_model(), x)
+            for f in sorted(freer):
+                if f not in freer:
+                    continue
+                if self._solve(solver, self._fix(x, [g for g in range(self.n_features)
+                                                     if g not in freer or g == f])):
+                    freer = self._diff(solver.get_model(), x)
+            return f"the NR {self._shown(x, freer)} is missing"
+        blocker = set(fixed)
+        for f in sorted(fixed):
+            if not self._solve(solver, self._fix(x, sorted(blocker - {f}))):
+                blocker.discard(f)
+        return f"the SR {self._shown(x, blocker)} is missing"
+
+    def _names(self, features: Iterable[int]) -> str:
+        """Feature names, e.g. ``{Age, BType}``."""
+        return "{" + ", ".join(self.forest.features[f].name for f in sorted(features)) + "}"
+
+    def _shown(self, x: Instance, features: Iterable[int]) -> str:
+        """x's literals on the features, e.g. ``{Age=>=55, BType=A}``."""
+        known = self.forest.features
+        return "{" + ", ".join(f"{known[f].name}={known[f].states[x[f]]}"
+                               for f in sorted(features)) + "}"
+
+    def _world(self, model: list[int], x: Instance) -> str:
+        """The model's world as its changes from x."""
+        changed = []
+        for f in sorted(self._diff(model, x)):
+            feature = self.forest.features[f]
+            s = next(s for s, v in enumerate(self._state_vars[f]) if model[v - 1] > 0)
+            changed.append(f"{feature.name}={feature.states[s]}")
+        return "the world changing x to {" + ", ".join(changed) + "}"
+
+
+def _strict_subset(sets: Sequence[frozenset[int]], n: int) -> tuple[int, int] | None:
+    """Some ``(i, j)`` with ``sets[j]`` a strict subset of ``sets[i]`` (the sets are distinct
+    subsets of ``range(n)``), or None. Bitsets over the family: ``holders[f]`` has bit ``j``
+    when ``sets[j]`` contains ``f``; the members inside ``sets[i]`` are those in no
+    ``holders[f]`` with ``f`` outside it, and any but ``i`` itself is a strict subset."""
+    rows = [bytearray((len(sets) + 7) // 8) for _ in range(n)]
+    for j, v in enumerate(sets):
+        for f in v:
+            rows[f][j >> 3] |= 1 << (j & 7)
+    holders = [(f, int.from_bytes(row, "little")) for f, row in enumerate(rows)]
+    holders = [(f, h) for f, h in holders if h]
+    everyone = (1 << len(sets)) - 1
+    for i, v in enumerate(sets):
+        outside = 0
+        for f, h in holders:
+            if f not in v:
+                outside |= h
+        inside = everyone & ~outside & ~(1 << i)
+        if inside:
+            return i, (inside & -inside).bit_length() - 1
+    return None
 
 
 def _define_or(add: Any, out: int, inputs: list[int]) -> None:

@@ -391,6 +391,44 @@ def test_fuzz_stops_at_an_interrupted_report(monkeypatch, tmp_path):
         run_case(3, 0, Limits(), ("brute",), str(tmp_path))
 
 
+def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
+    import crosscheck.harness as harness
+    from crosscheck.sat import SatOracle
+
+    f, xs = susan_case()
+    small = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("sr", "nr"))
+    assert small.ok and [(o.status, o.detail) for o in small.outcomes
+                         if o.check == "sufficient_reasons"] == [("agree", ""),
+                                                                  ("agree", "certified")]
+    monkeypatch.setattr(harness, "SAT_ITEM_WORLDS", 1)  # the certificate path, alone
+
+    def enumerated(self, x, goal):
+        raise AssertionError("SRs and NRs enumerated")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SatOracle, "_freers", enumerated)
+        report = crosscheck(f, xs, oracles=("sat",), formulas=False,
+                            what=("sr", "nr", "gsr", "gnr", "robust"))
+        assert report.ok, report.table()
+        status = {(o.check, o.status, o.detail) for o in report.outcomes}
+        assert {("sufficient_reasons", "agree", "certified"),
+                ("necessary_reasons", "agree", "certified"),
+                ("general_sufficient_reasons (feature sets)", "agree", ""),
+                ("general_necessary_reasons (feature sets)", "agree", "")} <= status
+        only = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("nr",))
+        assert only.ok and {o.check for o in only.outcomes} == {
+            "votes", "decision", "classes", "necessary_reasons"}
+    monkeypatch.setattr(Explainer, "explain", planted(
+        lambda e: dataclasses.replace(e, necessary_reasons=e.necessary_reasons[1:])))
+    report = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("sr", "nr"))
+    found = {d.check: d for d in report.disagreements}
+    assert set(found) == {"sufficient_reasons", "necessary_reasons"}, report.table()
+    nr = found["necessary_reasons"]
+    assert nr.engines == ("native", "sat")
+    assert "is missing" in nr.counterexample["certificate"]["sr_transversals"]
+    assert nr.counterexample["only_theirs"] == nr.theirs[:1]  # SAT's own NRs, enumerated
+
+
 def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch):
     import crosscheck.brute as brute
 

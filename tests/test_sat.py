@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.errors import InputError
+from core.explanation import Explanation
 from core.forest import Branching, Feature, Forest, Leaf, Tree
 from core.terms import simple
 from crosscheck import sat
@@ -244,6 +246,134 @@ def test_sklearn_forest_matches_brute():
     for x in instances_from_values(forest, data[::37]):
         for ties in ("first", "all"):
             _compare(forest, x, ties)
+
+
+# -- certificate of SRs and NRs ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+@PROPERTY
+@given(case=forest_and_instance(LIMITS))
+def test_certificate_accepts_the_true_reasons(ties, case):
+    forest, x = case
+    brute = BruteForce(forest, ties).explain(x, ("sr", "nr"))
+    with SatOracle(forest, ties) as oracle:
+        certificate = oracle.certify_reasons(x, brute.sufficient_reasons,
+                                             brute.necessary_reasons)
+        assert certificate.verdicts == dict.fromkeys(sat.CERTIFICATE_CHECKS, True)
+        assert certificate.holds and certificate.describe() == "certified"
+
+
+def _drop_literal(rng, forest, sets):
+    """One non-empty set loses a feature."""
+    options = [v for v in sets if v]
+    if not options:
+        return None
+    v = rng.choice(options)
+    return [u for u in sets if u != v] + [v - {rng.choice(sorted(v))}], v
+
+
+def _add_literal(rng, forest, sets, keep=False):
+    """One set gains a feature (with several states), replacing it or (``keep``) besides it."""
+    options = [(v, f) for v in sets for f, feature in enumerate(forest.features)
+               if f not in v and feature.n_states > 1]
+    if not options:
+        return None
+    v, f = rng.choice(options)
+    return [u for u in sets if keep or u != v] + [v | {f}], v
+
+
+def _remove(rng, forest, sets):
+    """One set is left out."""
+    if not sets:
+        return None
+    v = rng.choice(sets)
+    return [u for u in sets if u != v], v
+
+
+#: Corruptions of the true SRs or NRs: the family, the change (the new sets and the set
+#: changed, or None when it does not apply), the check that must fail, and whether its
+#: counterexample then names the changed set missing.
+CORRUPTIONS = {
+    "SR with a literal dropped": ("sr", _drop_literal, "sr_sufficient", False),
+    "SR with a literal added": ("sr", _add_literal, "sr_transversals", True),
+    "SR missing": ("sr", _remove, "sr_transversals", True),
+    "extra non-minimal SR": ("sr", functools.partial(_add_literal, keep=True), "sr_antichain",
+                             False),
+    "NR missing": ("nr", _remove, "sr_transversals", True),
+    "NR with a literal dropped": ("nr", _drop_literal, "nr_frees", False),
+    "NR with a literal added": ("nr", _add_literal, "sr_transversals", True),
+    "extra non-minimal NR": ("nr", functools.partial(_add_literal, keep=True), "nr_antichain",
+                             False),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(case=forest_and_instance(LIMITS), ties=st.sampled_from(["first", "all"]),
+       seed=st.integers(0, 2**16))
+def test_certificate_rejects_each_corruption(corruption, case, ties, seed):
+    forest, x = case
+    family, change, check, named = CORRUPTIONS[corruption]
+    brute = BruteForce(forest, ties).explain(x, ("sr", "nr"))
+    sets = {"sr": [frozenset(f for f, _ in t) for t in brute.sufficient_reasons],
+            "nr": [frozenset(f for f, _ in c) for c in brute.necessary_reasons]}
+    changed = change(random.Random(seed), forest, sets[family])
+    assume(changed is not None)
+    sets[family], original = changed
+    srs, nrs = (Explanation.sets(simple(x, sum(1 << f for f in v)) for v in sets[k])
+                for k in ("sr", "nr"))
+    with SatOracle(forest, ties) as oracle:
+        certificate = oracle.certify_reasons(x, srs, nrs)
+        shown = oracle._shown(x, original)
+    assert certificate.verdicts[check] is False and not certificate.holds
+    if named:
+        kind = family.upper()
+        assert f"the {kind} {shown} is missing" in certificate.counterexamples[check]
+    if "non-minimal" in corruption:  # only the antichain breaks (and an NR superset may free
+        # with some of its features unchanged only)
+        assert {k for k, v in certificate.verdicts.items() if not v} - {"nr_frees"} == {check}
+
+
+@pytest.mark.parametrize("family, item, problem", [
+    ("sr", ((0, 1),), "is not a literal of x"),  # Age=<55 where x has Age=>=55
+    ("sr", ((1, 0b11),), "is not a literal of x"),  # two states of Weight
+    ("nr", ((3, 1),), "is not a literal of x"),  # no such feature
+    ("nr", ((2, 1), (0, 2)), "features repeat or are out of order"),
+    ("nr", ((0, 2), (0, 2)), "features repeat or are out of order"),
+    ("nr", "repeat", "repeats"),
+    ("sr", "reverse", "comes after"),
+])
+def test_certificate_rejects_malformed_items(family, item, problem):
+    forest, x = _susan()
+    with SatOracle(forest) as oracle:
+        e = oracle.explain(x, ("sr", "nr"))
+        items = {"sr": e.sufficient_reasons, "nr": e.necessary_reasons}
+        assert len(items[family]) >= 2
+        items[family] = {"repeat": items[family] + items[family][-1:],
+                         "reverse": items[family][::-1]}.get(item, items[family] + (item,))
+        certificate = oracle.certify_reasons(x, items["sr"], items["nr"])
+    check = f"{family}_well_formed"
+    assert certificate.verdicts[check] is False
+    assert problem in certificate.counterexamples[check]
+    assert {k for k, v in certificate.verdicts.items() if v is None} == \
+        set(sat.CERTIFICATE_CHECKS) - {"sr_well_formed", "nr_well_formed"}
+
+
+@pytest.mark.parametrize("ties", ["first", "all"])
+def test_certificate_of_a_valid_delta(ties):
+    """SPEC §5: Δ valid gives SRs ``[[]]`` and no NR; the certificate proves exactly that."""
+    single = Forest((Feature.categorical("f", ["u", "v"]),), ("a",),
+                    (Tree((Branching(0, ((1, 1), (2, 2))), Leaf(0), Leaf(0))),))
+    for forest, x in ((_constant_forest(), (1, 0)), (single, (0,))):
+        with SatOracle(forest, ties) as oracle:
+            assert oracle.certify_reasons(x, ((),), ()).holds
+            missing = oracle.certify_reasons(x, (), ())
+            assert "the SR {} is missing" in missing.counterexamples["sr_transversals"]
+            extra = oracle.certify_reasons(x, ((),), (((0, 1 << x[0]),),))
+            assert [k for k, v in extra.verdicts.items() if not v] == ["nr_frees"]
+            assert "does not free" in extra.counterexamples["nr_frees"]
 
 
 # -- edge cases and interface -----------------------------------------------------------------
