@@ -92,17 +92,26 @@ def tree_formulas(tree: Tree, n_classes: int, leaf: Callable[[bool], T],
                   branch: Callable[[int, Sequence[tuple[int, T]]], T]) -> tuple[list[T], list[T]]:
     """``(C^c, ¬C^c for every class c)`` of one tree, bottom-up over its nodes.
 
-    ``branch(feature, [(mask, child value), ...])`` builds a node from its branches.
+    ``branch(feature, [(mask, child value), ...])`` builds a node from its branches; it is
+    called once per distinct list (with two classes ``C^0 = ¬C^1``, so half the calls).
     """
     pos: dict[int, list[T]] = {}
     neg: dict[int, list[T]] = {}
     yes, no = leaf(True), leaf(False)
+    made: dict[tuple[int, tuple[tuple[int, T], ...]], T] = {}
+
+    def build(feature: int, kids: tuple[tuple[int, T], ...]) -> T:
+        key = (feature, kids)
+        if key not in made:
+            made[key] = branch(feature, kids)
+        return made[key]
+
     for k in reversed(topological_order(tree.nodes)):
         node = tree.nodes[k]
         if type(node) is Branching:
-            pos[k] = [branch(node.feature, [(m, pos[ch][c]) for m, ch in node.branches])
+            pos[k] = [build(node.feature, tuple((m, pos[ch][c]) for m, ch in node.branches))
                       for c in range(n_classes)]
-            neg[k] = [branch(node.feature, [(m, neg[ch][c]) for m, ch in node.branches])
+            neg[k] = [build(node.feature, tuple((m, neg[ch][c]) for m, ch in node.branches))
                       for c in range(n_classes)]
         else:
             pos[k] = [yes if c == node.label else no for c in range(n_classes)]

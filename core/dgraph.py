@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
 from core.errors import BudgetExceeded
-from core.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
+from core.forest import Feature, Forest, mask_states, weak_test_once_violation
 
 __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 
@@ -95,6 +95,7 @@ class DG:
         self.branches = _Branches(self.store)
         #: vars[n]: features tested at or below node n (bitmask).
         self.vars = _Vars(self.store)
+        self._literals: dict[tuple[int, int], int] = {}
 
     def __len__(self) -> int:
         return len(self.store)
@@ -104,8 +105,13 @@ class DG:
     def node(self, feature: int, branches: Iterable[tuple[int, int]]) -> int:
         """The reduced, hash-consed node testing ``feature`` with these (disjoint) branches."""
         runs = []  # (first state, end state, child) of each run of consecutive states
+        add = runs.append
         for mask, child in branches:
-            runs.extend((start, end, child) for start, end in mask_blocks(mask))
+            while mask:  # mask_blocks inlined: the tree stage makes millions of nodes
+                low = mask & -mask
+                above = mask + low
+                add((low.bit_length() - 1, (above & ~mask).bit_length() - 1, child))
+                mask &= above
         runs.sort()
         segments: list[tuple[int, int]] = []
         covered = 0
@@ -127,8 +133,13 @@ class DG:
         return self.store.make(feature, tuple(segments))
 
     def literal(self, feature: int, mask: int) -> int:
-        """The one-node graph of ``feature ∈ mask``."""
-        return self.node(feature, ((mask, TRUE), (self.full[feature] & ~mask, FALSE)))
+        """The one-node graph of ``feature ∈ mask`` (memoised: trees repeat their tests)."""
+        key = (feature, mask)
+        n = self._literals.get(key)
+        if n is None:
+            n = self._literals[key] = self.node(
+                feature, ((mask, TRUE), (self.full[feature] & ~mask, FALSE)))
+        return n
 
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceeded` once the timeout has passed."""
@@ -156,6 +167,7 @@ class DG:
         in the same relative order, and return the roots' new ids. Every other id, and every
         Apply cache of this manager, becomes invalid (:meth:`core.apply.Apply.clear`)."""
         new = self.store.collect(list(roots))
+        self._literals.clear()
         self.branches = _Branches(self.store)
         self.vars = _Vars(self.store)
         return new

@@ -2,12 +2,15 @@
 
 The class formulas do not depend on the order, only the graphs' sizes and the compile times
 do: an order is a performance choice. :func:`feature_order` offers static heuristics and
-``auto``, which ranks them by compiling Alg. 3B on a prefix of the trees.
+``auto``, which ranks them by compiling Alg. 3B on a prefix of the trees; :func:`sift`
+improves an order by moving features one at a time, judged on windows of the trees
+(:func:`core.dgcompile.compile_dg` sifts ``auto`` orders of wide forests that compile large).
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 from core.errors import BudgetExceeded
 from core.forest import Branching, Forest, topological_order
@@ -16,6 +19,13 @@ ORDERS = ("auto", "depth", "usage", "force", "index")
 #: ``auto`` samples growing prefixes of the trees until its best candidate order creates at
 #: least this many nodes (a fraction of a second of Apply).
 SAMPLE_NODES = 50_000
+#: :func:`sift` judges orders on windows of as many consecutive trees as the given order
+#: compiles into at most this many nodes (a few milliseconds each) ...
+WINDOW_NODES = 5_000
+#: ... and stops once its trial compiles have created this many nodes in all (about 15 s).
+SIFT_WORK = 30_000_000
+#: Passes of :func:`sift` over the features (it also stops after a pass without gain).
+SIFT_PASSES = 2
 
 
 def feature_order(forest: Forest, how: str = "auto") -> list[int]:
@@ -91,6 +101,77 @@ def _force(forest: Forest, start: list[int], rounds: int = 50) -> list[int]:
         if span < best[0]:
             best = (span, order)
     return best[1]
+
+
+def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
+         deadline: float | None = None) -> list[int]:
+    """``order`` improved by sifting (Rudell 1993) on windows of the trees: each feature in
+    turn is moved to every other position, and a move is kept when the windows' Alg. 3B
+    graphs then have fewer nodes in all; at most :data:`SIFT_PASSES` passes, and no more trial
+    compiles once they have created ``work`` nodes (deterministic: nodes, not seconds), or
+    once ``time.monotonic()`` passes ``deadline`` (a compile's ``--timeout``).
+
+    An order's cost is the nodes its windows' compiles create (the graphs, and the tree
+    formulas they start from). A window is ``m`` consecutive trees (cyclically), ``m`` the
+    largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes;
+    windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
+    some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
+    alone overfits it: on a 25-tree breast-cancer forest (30 features), an order sifted on 10
+    trees made 47 M nodes per class, against 26.5 M for ``force``; sifted on windows covering
+    the forest, 6–12 M (compiled 3–4× faster, and explained about 1.5× faster)."""
+    from core.dgcompile import compile_dg  # dgcompile imports this module
+
+    trees = forest.trees
+    spent = 0
+
+    def nodes(sample: Forest, trial: list[int], cap: int) -> int:
+        """Nodes the sample's compile creates (counted in ``spent`` too), or ``cap + 1`` when
+        it would exceed ``cap`` (its node budget stops it there)."""
+        nonlocal spent
+        try:
+            created = compile_dg(sample, order=trial, max_nodes=max(cap, 1)).created
+        except BudgetExceeded:
+            created = cap + 1
+        spent += created
+        return created
+
+    m = 1
+    while m < len(trees) and nodes(Forest(forest.features, forest.classes, trees[:m + 1]),
+                                   order, WINDOW_NODES) <= WINDOW_NODES:
+        m += 1
+    windows = [Forest(forest.features, forest.classes,
+                      [trees[(start + i) % len(trees)] for i in range(m)])
+               for start in range(0, len(trees) if m < len(trees) else 1, max(1, m // 2))]
+
+    def exhausted() -> bool:
+        return spent > work or deadline is not None and time.monotonic() > deadline
+
+    def cost(trial: list[int], bound: float) -> float:
+        total = 0
+        for window in windows:
+            if total > bound or exhausted():
+                return math.inf
+            total += nodes(window, trial, int(min(bound - total, 2 ** 62)))
+        return total if total <= bound else math.inf
+
+    best = cost(order, math.inf)
+    for _ in range(SIFT_PASSES):
+        start = best
+        for f in list(order):
+            here = order.index(f)
+            for position in range(len(order)):
+                if position == here:
+                    continue
+                trial = order[:here] + order[here + 1:]
+                trial.insert(position, f)
+                found = cost(trial, best - 1)
+                if found < best:
+                    best, order, here = found, trial, position
+            if exhausted():
+                return order
+        if best == start:
+            break
+    return order
 
 
 def _sampled_best(forest: Forest, candidates: list[list[int]]) -> list[int]:

@@ -613,3 +613,66 @@ def test_pure_python_switch_and_build_failure_fallback(tmp_path):
     assert done.stdout == "python\n"
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("rfcircuits: warning: C decision-graph store")
+
+
+# -- sifting the feature order (core.featureorder.sift, the trigger of core.dgcompile) ---------
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sifted_auto_compile_equals_brute_force(monkeypatch, seed):
+    """With the trigger lowered, ``order="auto"`` stops, sifts and compiles again; the class
+    formulas are the oracle's, the order is the one :func:`sift` makes, and the first attempt
+    really stopped (else the sifted order would not be used)."""
+    f = random_forest(random.Random(seed), Limits(max_trees=7, max_classes=3))
+    monkeypatch.setattr(dgcompile, "SIFT_FEATURES", 0)
+    monkeypatch.setattr(dgcompile, "SIFT_TRIGGER", 3)
+    sifted = []
+    real_sift = dgcompile.sift
+
+    def spy(forest, order, **kwargs):
+        sifted.append(real_sift(forest, order, **kwargs))
+        return sifted[-1]
+
+    monkeypatch.setattr(dgcompile, "sift", spy)
+    for ties in ("first", "all"):
+        brute = BruteForce(f, ties)
+        before = len(sifted)
+        comp = compile_dg(f, ties, "dg")
+        if len(sifted) == before:  # the first attempt fitted: only a tiny forest may
+            assert len(comp.dg) <= 4
+        else:
+            assert sorted(sifted[-1]) == list(range(len(f.features)))
+            assert [comp.dg.rank.index(p) for p in range(len(f.features))] == sifted[-1]
+        comp.dg.check_invariants([r for rs in comp.roots for r in rs])
+        for c, got in enumerate(circuit_worlds("dg", comp, range(len(f.classes)), brute)):
+            assert got == brute.class_worlds(c), (ties, c)
+
+
+def test_sift_keeps_the_order_when_out_of_time_or_work():
+    """Sifting is bounded: a passed deadline or no work budget returns the order as given;
+    a real run returns a permutation and never one its windows find larger."""
+    from core.featureorder import feature_order, sift
+
+    f = random_forest(random.Random(5), Limits(max_trees=7, max_features=4))
+    order = feature_order(f, "index")
+    assert sift(f, list(order), deadline=0.0) == order
+    assert sift(f, list(order), work=0) == order
+    assert sorted(sift(f, list(order))) == list(range(len(f.features)))
+
+
+def test_sifting_shrinks_a_badly_ordered_forest():
+    """Trees that each test feature ``i`` then ``i + k`` (k = half the features) make large
+    graphs under the index order, which keeps every pair ``k`` apart, and small ones when the
+    pairs are adjacent; sifting must find a strictly smaller order than the index one."""
+    from core.featureorder import feature_order, sift
+    from core.forest import Branching, Forest, Leaf, Tree
+
+    k = 5
+    features = tuple(Feature.categorical(f"f{i}", ["a", "b"]) for i in range(2 * k))
+    trees = tuple(Tree((Branching(i, ((1, 1), (2, 2))), Branching(i + k, ((1, 3), (2, 4))),
+                        Leaf(0), Leaf(0), Leaf(1))) for i in range(k))
+    f = Forest(features, ("no", "yes"), trees)
+    index = feature_order(f, "index")
+    before = compile_dg(f, order=index).total_nodes()
+    after = compile_dg(f, order=sift(f, list(index))).total_nodes()
+    assert after < before
