@@ -365,7 +365,8 @@ class Crosscheck:
         finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
         try:
             with pool(min(jobs, len(instances))) as workers:
-                for i, result in completed(workers, _explain_in_worker, range(len(instances))):
+                for i, result in completed(workers, _explain_in_worker, range(len(instances)),
+                                           cost=lambda i: _margin(self.forest, instances[i])):
                     finished[i] = result
                     if progress:
                         progress(len(finished), len(instances))
@@ -534,6 +535,15 @@ class Crosscheck:
         sat = self._oracle.get("sat")
         if sat is not None and not isinstance(sat, str):
             sat.close()
+
+
+def _margin(forest: Forest, x: Instance) -> int:
+    """How far ``x`` is from a tie: the vote count of its top class minus the next one. Far
+    instances have the most SRs and NRs (a 25-tree breast-cancer forest: 8–54 K NRs at 23–25
+    votes of margin, 18–48 at 1–5), so workers start them first and the short ones fill the
+    end (the longest first, the classic schedule)."""
+    votes = sorted(forest.votes(x), reverse=True)
+    return votes[0] - (votes[1] if len(votes) > 1 else 0)
 
 
 #: What forked workers explain with: the run, its explainer, the instances, the SR and
