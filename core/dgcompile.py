@@ -116,6 +116,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
     if counter == "topdown" and apply != "ordered":
         raise ValueError("counter 'topdown' needs apply 'ordered'")
     start = time.perf_counter()
+    deadline = None if timeout is None else time.monotonic() + timeout
     ranks = feature_order(forest, order) if isinstance(order, str) else list(order)
     if order == "auto" and apply == "ordered" and len(forest.features) > SIFT_FEATURES and (
             max_nodes is None or max_nodes > SIFT_TRIGGER):
@@ -124,13 +125,11 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             return _compile(forest, ties, form, apply, ranks, SIFT_TRIGGER, timeout, progress,
                             counter, start)
         except BudgetExceeded:
-            if timeout is not None and time.perf_counter() - start > timeout:
+            if deadline is not None and time.monotonic() > deadline:
                 raise
-        deadline = None if timeout is None else time.monotonic() + timeout - (
-            time.perf_counter() - start)
         ranks = sift(forest, ranks, deadline=deadline)
-        if timeout is not None:
-            timeout = max(timeout - (time.perf_counter() - start), 1e-3)
+        if deadline is not None:
+            timeout = max(deadline - time.monotonic(), 1e-3)
     return _compile(forest, ties, form, apply, ranks, max_nodes, timeout, progress, counter,
                     start)
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
 from core.errors import BudgetExceeded
-from core.forest import Feature, Forest, mask_states, weak_test_once_violation
+from core.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
 
 __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 
@@ -105,13 +105,8 @@ class DG:
     def node(self, feature: int, branches: Iterable[tuple[int, int]]) -> int:
         """The reduced, hash-consed node testing ``feature`` with these (disjoint) branches."""
         runs = []  # (first state, end state, child) of each run of consecutive states
-        add = runs.append
         for mask, child in branches:
-            while mask:  # mask_blocks inlined: the tree stage makes millions of nodes
-                low = mask & -mask
-                above = mask + low
-                add((low.bit_length() - 1, (above & ~mask).bit_length() - 1, child))
-                mask &= above
+            runs.extend((start, end, child) for start, end in mask_blocks(mask))
         runs.sort()
         segments: list[tuple[int, int]] = []
         covered = 0
