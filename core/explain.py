@@ -41,7 +41,7 @@ from core.primes import hitting_sets, implicants
 from core.projections import MAX_FEATURES, Projections, TooLarge
 from core.reasons import complete_reason, general_reason
 from core.robustness import robustness, shortest_gnrs, shortest_sets
-from core.terms import simple
+from core.terms import simple_terms
 
 SR_METHODS = ("expand", "dual")
 ROBUST_METHODS = ("alg5", "search")
@@ -214,7 +214,7 @@ class Explainer:
             needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand) or (robust and not alg5)
             nr_sets = self._min_deviations(roots, x, nr_method) if needs_nr else []
             if "nr" in what:
-                fields["necessary_reasons"] = Explanation.sets(simple(x, v) for v in nr_sets)
+                fields["necessary_reasons"] = simple_terms(x, nr_sets)
             clock.lap("nr")
             cr = complete_reason(dg, roots, x, nnf) if expand or alg5 else None
             clock.lap("reasons")
@@ -225,7 +225,7 @@ class Explainer:
                 else:
                     sr_sets = hitting_sets(nr_sets)
                 if "sr" in what:
-                    fields["sufficient_reasons"] = Explanation.sets(simple(x, v) for v in sr_sets)
+                    fields["sufficient_reasons"] = simple_terms(x, sr_sets)
                 clock.lap("sr")
             shortest: list[int] = []
             if robust:
@@ -258,8 +258,8 @@ class Explainer:
                         continue
                     negated = self.negated_class(t)
                     clock.lap("compile")
-                    ces.append((t, Explanation.sets(
-                        simple(x, v) for v in self._min_deviations([negated], x, nr_method))))
+                    ces.append((t, simple_terms(
+                        x, self._min_deviations([negated], x, nr_method))))
                     clock.lap("ce")
                     if timings is not None:
                         timings.ce_targets += 1

@@ -67,24 +67,31 @@ class Explanation:
 
     def to_json(self) -> dict[str, Any]:
         """The SPEC §5 object, keys in canonical order."""
+        out = self.header_json()
+        for key in self.what:
+            out[WHAT_FIELDS[key]] = self.field_json(key)
+        return out
+
+    def header_json(self) -> dict[str, Any]:
+        """The SPEC §5 keys every explanation has: instance, ties, votes, decision, classes."""
         f = self.forest
-        out: dict[str, Any] = {
+        return {
             "instance": instance_to_json(f, self.instance),
             "ties": self.ties,
             "votes": {f.classes[i]: v for i, v in enumerate(self.votes)},
             "decision": f.classes[self.decision],
             "classes": [f.classes[i] for i in self.classes],
         }
-        for key in self.what:
-            name = WHAT_FIELDS[key]
-            value = getattr(self, name)
-            if key == "ce":
-                out[name] = {f.classes[t]: terms_json(f, ces) for t, ces in value}
-            elif key == "robust":
-                out[name] = value
-            else:
-                out[name] = terms_json(f, value)
-        return out
+
+    def field_json(self, key: str) -> Any:
+        """The JSON value of the field that ``--what`` key ``key`` adds (SPEC §5)."""
+        f = self.forest
+        value = getattr(self, WHAT_FIELDS[key])
+        if key == "ce":
+            return {f.classes[t]: terms_json(f, ces) for t, ces in value}
+        if key == "robust":
+            return value
+        return terms_json(f, value)
 
     def to_line(self) -> str:
         """One canonical JSON Lines record (no trailing newline)."""

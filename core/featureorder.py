@@ -22,7 +22,7 @@ SAMPLE_NODES = 50_000
 #: :func:`sift` judges orders on windows of as many consecutive trees as the given order
 #: compiles into at most this many nodes (a few milliseconds each) ...
 WINDOW_NODES = 5_000
-#: ... and stops once its trial compiles have created this many nodes in all (about 15 s).
+#: ... and stops once its trial compiles have created this many nodes in all (about 6 s).
 SIFT_WORK = 30_000_000
 #: Passes of :func:`sift` over the features (it also stops after a pass without gain).
 SIFT_PASSES = 2

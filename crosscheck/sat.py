@@ -65,6 +65,7 @@ up to 1.4× faster. Every other query uses the reified encoding above.
 from __future__ import annotations
 
 import contextlib
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -750,8 +751,8 @@ class SatOracle:
         record("nr_well_formed", self._malformed(x, "NR", nrs))
         if found:
             return Certificate(verdicts, found)
-        a = [frozenset(f for f, _ in term) for term in srs]
-        b = [frozenset(f for f, _ in clause) for clause in nrs]
+        a = [tuple(f for f, _ in term) for term in srs]
+        b = [tuple(f for f, _ in clause) for clause in nrs]
         record("sr_antichain", self._nested(x, "SR", a))
         record("nr_antichain", self._nested(x, "NR", b))
         goal = self._shared_goal(self._not_delta(x))
@@ -766,10 +767,12 @@ class SatOracle:
         """Why the items are not x's literals in SPEC §5 order, or None (``*_well_formed``)."""
         literals = {(f, 1 << s) for f, s in enumerate(x) if self.forest.features[f].n_states > 1}
         for k, item in enumerate(items):
-            wrong = next((lit for lit in item if lit not in literals), None)
-            if wrong is not None:
+            if not literals.issuperset(item):
+                wrong = next(lit for lit in item if lit not in literals)
                 return f"{kind} #{k} {item!r}: {wrong!r} is not a literal of x (SPEC §1)"
-            if item != tuple(sorted(set(item))):
+            # x's literals, one per feature: strictly increasing literals are strictly
+            # increasing features
+            if not all(map(operator.lt, item, item[1:])):
                 return f"{kind} #{k} {item!r}: features repeat or are out of order"
             if k and items[k - 1] >= item:  # one-state literals: SPEC §5 order is tuple order
                 how = "repeats" if items[k - 1] == item else "comes after"
@@ -777,7 +780,7 @@ class SatOracle:
                 return f"{kind} #{k - 1} {how} {kind} #{k} {shown}"
         return None
 
-    def _nested(self, x: Instance, kind: str, sets: Sequence[frozenset[int]]) -> str | None:
+    def _nested(self, x: Instance, kind: str, sets: Sequence[tuple[int, ...]]) -> str | None:
         """A member of the family that strictly contains another, or None (``*_antichain``)."""
         pair = _strict_subset(sets, self.n_features)
         if pair is None:
@@ -787,32 +790,40 @@ class SatOracle:
                 f"{kind} #{j} {self._shown(x, sets[j])}")
 
     def _insufficient(self, solver: Solver, x: Instance,
-                      blockers: Sequence[frozenset[int]]) -> str | None:
-        """The first set that does not block the solver's goal, or None (``sr_sufficient``)."""
-        for v in blockers:
-            if self._solve(solver, self._fix(x, sorted(v))):
-                return (f"SR {self._shown(x, v)} is not sufficient: "
-                        f"{self._world(solver.get_model(), x)} agrees with it and leaves Δ")
+                      blockers: Sequence[tuple[int, ...]]) -> str | None:
+        """The first set that does not block the solver's goal, or None (``sr_sufficient``).
+        One call per set, in a tight loop (tens of thousands on large forests)."""
+        fix = self._fix(x, range(self.n_features))
+        with interruptible():
+            for v in blockers:
+                if solver.solve(assumptions=[fix[f] for f in v]):
+                    return (f"SR {self._shown(x, v)} is not sufficient: "
+                            f"{self._world(solver.get_model(), x)} agrees with it and leaves Δ")
         return None
 
     def _not_freeing(self, solver: Solver, x: Instance,
-                     freers: Sequence[frozenset[int]]) -> str | None:
+                     freers: Sequence[tuple[int, ...]]) -> str | None:
         """The first set such that no world changing exactly its features satisfies the
         solver's goal (it does not free, or a strict subset does), or None (``nr_frees``).
         Asking for exactly (a minimal freer frees only so) saves reading the models."""
-        everything = set(range(self.n_features))
-        for v in freers:
-            fixed = self._fix(x, sorted(everything - v))
-            if self._solve(solver, fixed + [-lit for lit in self._fix(x, v)]):
-                continue
-            if not self._solve(solver, fixed):
-                return f"NR {self._shown(x, v)} does not free: changing it cannot leave Δ"
-            world = self._world(solver.get_model(), x)
-            return f"NR {self._shown(x, v)} is not minimal: {world} leaves Δ"
-        return None
+        fix = self._fix(x, range(self.n_features))
+        with interruptible():
+            for v in freers:
+                changed = list(fix)  # the features outside v keep x's states, those in v not
+                for f in v:
+                    changed[f] = -fix[f]
+                if not solver.solve(assumptions=changed):
+                    break
+            else:
+                return None
+        rest = [fix[f] for f in range(self.n_features) if f not in v]
+        if not self._solve(solver, rest):
+            return f"NR {self._shown(x, v)} does not free: changing it cannot leave Δ"
+        world = self._world(solver.get_model(), x)
+        return f"NR {self._shown(x, v)} is not minimal: {world} leaves Δ"
 
-    def _uncovered(self, solver: Solver, x: Instance, srs: Sequence[frozenset[int]],
-                   nrs: Sequence[frozenset[int]]) -> str | None:
+    def _uncovered(self, solver: Solver, x: Instance, srs: Sequence[tuple[int, ...]],
+                   nrs: Sequence[tuple[int, ...]]) -> str | None:
         """A set meeting every SR and containing no NR, with the item its existence shows
         missing; None when there is none (``sr_transversals``). One propositional call,
         feature ``f`` the variable ``f + 1``."""
@@ -866,24 +877,34 @@ class SatOracle:
         return "the world changing x to {" + ", ".join(changed) + "}"
 
 
-def _strict_subset(sets: Sequence[frozenset[int]], n: int) -> tuple[int, int] | None:
+def _strict_subset(sets: Sequence[tuple[int, ...]], n: int) -> tuple[int, int] | None:
     """Some ``(i, j)`` with ``sets[j]`` a strict subset of ``sets[i]`` (the sets are distinct
     subsets of ``range(n)``), or None. Bitsets over the family: ``holders[f]`` has bit ``j``
     when ``sets[j]`` contains ``f``; the members inside ``sets[i]`` are those in no
-    ``holders[f]`` with ``f`` outside it, and any but ``i`` itself is a strict subset."""
+    ``holders[f]`` with ``f`` outside it, and any but ``i`` itself is a strict subset. The
+    unions of ``holders`` are tabled per byte of features (8 unions a member instead of one
+    per feature outside it: a third of the time on 46,000 NRs of 30 features)."""
     rows = [bytearray((len(sets) + 7) // 8) for _ in range(n)]
     for j, v in enumerate(sets):
         for f in v:
             rows[f][j >> 3] |= 1 << (j & 7)
-    holders = [(f, int.from_bytes(row, "little")) for f, row in enumerate(rows)]
-    holders = [(f, h) for f, h in holders if h]
+    holders = [int.from_bytes(row, "little") for row in rows]
+    tables = []
+    for low in range(0, n, 8):
+        width = min(8, n - low)
+        table = [0] * (1 << width)
+        for m in range(1, 1 << width):
+            table[m] = table[m & (m - 1)] | holders[low + (m & -m).bit_length() - 1]
+        tables.append((low, (1 << width) - 1, table))
     everyone = (1 << len(sets)) - 1
     for i, v in enumerate(sets):
+        mask = 0
+        for f in v:
+            mask |= 1 << f
         outside = 0
-        for f, h in holders:
-            if f not in v:
-                outside |= h
-        inside = everyone & ~outside & ~(1 << i)
+        for low, full, table in tables:
+            outside |= table[~mask >> low & full]
+        inside = (everyone & ~outside) ^ (1 << i)  # bit i is set: sets[i] is inside itself
         if inside:
             return i, (inside & -inside).bit_length() - 1
     return None

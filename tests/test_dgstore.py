@@ -202,8 +202,9 @@ def test_min_deviations_with_more_root_lists_than_cached_layouts(monkeypatch):
 
 
 def test_min_deviations_on_a_larger_forest(monkeypatch):
-    # Many sets expanded per node (several chunks of the C search's per-node lists) and many
-    # found sets per level (its memo and buckets): the C search equals the Python reference.
+    # Many sets expanded per node (past the C search's inline ones, into growing arrays) and
+    # many found sets per level (its memo and pair buckets): the C search equals the Python
+    # reference.
     from sklearn.datasets import load_wine
     from sklearn.ensemble import RandomForestClassifier
 

@@ -17,7 +17,7 @@ from core.dgcompile import compile_dg
 from core.reasons import complete_reason, general_reason
 from core.robustness import flips
 from core.forest import mask_states
-from core.terms import canonical, simple
+from core.terms import Canonical, _table_terms, canonical, simple, simple_terms
 from crosscheck.brute import BruteForce
 from crosscheck.cli import main
 from crosscheck.harness import nnf_worlds
@@ -168,3 +168,16 @@ def test_canonical_order_is_specs(raw, one_state):
     assert canonical(terms) == tuple(spec)
     x = tuple(range(6))
     assert simple(x, 0b101001) == ((0, 1 << 0), (3, 1 << 3), (5, 1 << 5))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.integers(0, 5), min_size=n, max_size=n),
+    st.lists(st.integers(0, (1 << n) - 1), max_size=12))))
+def test_simple_terms_are_the_canonical_simple_terms(case):
+    # The byte tables (one, several and a partial last byte) against term-by-term building.
+    x, sets = case
+    made = simple_terms(x, sets)
+    assert made == canonical(simple(x, v) for v in sets)
+    assert type(made) is Canonical and canonical(made) is made
+    assert _table_terms(x, sets) == [simple(x, v) for v in sets]

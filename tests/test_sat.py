@@ -500,3 +500,17 @@ def test_ctrl_c_inside_a_solver_call_is_keyboard_interrupt_and_the_solver_is_rep
         oracle._solver.solve = failed
         with pytest.raises(pysolvers.error):  # other errors are not taken for Ctrl-C
             oracle.member(xs[1], 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 20), data=st.data())
+def test_strict_subset_finds_a_nested_pair_exactly_when_there_is_one(n, data):
+    # The byte tables of unions (full and partial bytes of features) against all pairs.
+    masks = data.draw(st.lists(st.integers(0, (1 << n) - 1), unique=True, max_size=40))
+    sets = [tuple(f for f in range(n) if m >> f & 1) for m in masks]
+    pair = sat._strict_subset(sets, n)
+    nested = any(a != b and a & b == b for a in masks for b in masks)
+    assert (pair is not None) == nested
+    if pair is not None:
+        i, j = pair
+        assert i != j and masks[i] & masks[j] == masks[j]
