@@ -909,8 +909,8 @@ typedef struct {
  * sets are scanned for a subset, its level-k ones for equality. Most nodes of a search hold
  * few sets, read in the one line; a node holding thousands streams them from its array
  * (on a 25-tree breast-cancer forest, 46 K NRs, the search scanned 1.3 G sets: 9.6 s as a
- * linked list of cache-line chunks, about 3 s so). A full array moves to the pool's end at
- * twice the size (the pool wastes at most half). */
+ * linked list of cache-line chunks, 4-5 s so with the pair buckets below). A full array
+ * moves to the pool's end at twice the size (the pool wastes at most half). */
 #define INLINE_SETS 5
 
 typedef struct {
