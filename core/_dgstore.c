@@ -1754,8 +1754,8 @@ static int cmp_run(const void *x, const void *y)
 }
 
 /* The node of feature f whose states in runs[0..n) (sorted, disjoint) lead to their children
- * and all others to `rest`: make_node on the segments. */
-static int32_t runs_node(Store *S, int32_t f, const Run *runs, size_t n, int32_t rest)
+ * and all others to false: make_node on the segments. */
+static int32_t runs_node(Store *S, int32_t f, const Run *runs, size_t n)
 {
     size_t base = S->n_scratch;
     int32_t covered = 0;
@@ -1766,14 +1766,14 @@ static int32_t runs_node(Store *S, int32_t f, const Run *runs, size_t n, int32_t
             S->n_scratch = base;
             return ERR;
         }
-        if ((runs[i].start > covered && push_seg(S, base, runs[i].start, rest) < 0)
+        if ((runs[i].start > covered && push_seg(S, base, runs[i].start, 0) < 0)
             || push_seg(S, base, runs[i].end, runs[i].child) < 0) {
             S->n_scratch = base;
             return ERR;
         }
         covered = runs[i].end;
     }
-    if (covered < S->n_states[f] && push_seg(S, base, S->n_states[f], rest) < 0) {
+    if (covered < S->n_states[f] && push_seg(S, base, S->n_states[f], 0) < 0) {
         S->n_scratch = base;
         return ERR;
     }
@@ -1838,7 +1838,7 @@ static int tree_stage(Store *S, const int32_t *w, size_t len, int32_t k, int32_t
                     }
                     if (fast) {
                         qsort(runs, n_runs, sizeof(Run), cmp_run);
-                        r = runs_node(S, f, runs, n_runs, 0);
+                        r = runs_node(S, f, runs, n_runs);
                     } else {
                         r = 0;
                         size_t first = 0;
@@ -1846,7 +1846,7 @@ static int tree_stage(Store *S, const int32_t *w, size_t len, int32_t k, int32_t
                         for (int32_t j = 0; j < at[1] && r != ERR; j++, b += 2 + 2 * b[1]) {
                             for (int32_t q = 0; q < b[1]; q++)
                                 runs[first + q].child = 1;
-                            int32_t lit = runs_node(S, f, runs + first, (size_t)b[1], 0);
+                            int32_t lit = runs_node(S, f, runs + first, (size_t)b[1]);
                             int32_t ch = V[(size_t)b[0] * (size_t)k + c];
                             int32_t both = lit == ERR ? ERR : apply_rec(S, OP_AND, lit, ch);
                             r = both == ERR ? ERR : apply_rec(S, OP_OR, r, both);

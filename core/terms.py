@@ -88,8 +88,6 @@ def _table_terms(x: Sequence[int], sets: Iterable[int]) -> list[Term]:
         for b in range(1, 1 << len(literals)):  # lowest literal first, then b's other bits
             table.append((literals[(b & -b).bit_length() - 1],) + table[b & (b - 1)])
         tables.append(table)
-    if len(tables) <= 1:
-        return [tables[0][v] if tables else () for v in sets]
     terms = []
     for v in sets:
         term: Term = ()

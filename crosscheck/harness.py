@@ -467,10 +467,11 @@ class Crosscheck:
         self._fields("sat", shown, mine, theirs, HEADER + tuple(WHAT_FIELDS[k] for k in listed))
         certified = bool(reasons) and self._certify(x, shown, ours, mine, sat, reasons)
 
-        def feature_sets(name: str) -> set[int]:
+        @functools.cache  # GNRs and shortest flips both want the NRs'
+        def feature_sets(name: str) -> frozenset[int]:
             """The SR or NR feature sets: the native ones once certified, else SAT's."""
             items = getattr(ours, name) if certified else getattr(sat, name)(x)
-            return {variables(t) for t in items}
+            return frozenset(variables(t) for t in items)
 
         # Completeness: GSRs are on exactly the SR feature sets, GNRs on exactly the NR
         # feature sets, shortest flips on the shortest ones.

@@ -757,7 +757,9 @@ class SatOracle:
         record("nr_antichain", self._nested(x, "NR", b))
         goal = self._shared_goal(self._not_delta(x))
         with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver:
-            # The clauses learnt refuting the SRs make the NRs' witnesses 2× faster.
+            # One solver for both: the clauses learnt refuting the SRs can speed up the NR
+            # calls (a fresh solver for them measured 1.4 s faster on one breast-cancer
+            # instance, 0.8 s slower on another).
             record("sr_sufficient", self._insufficient(solver, x, a))
             record("nr_frees", self._not_freeing(solver, x, b))
             record("sr_transversals", self._uncovered(solver, x, a, b))
