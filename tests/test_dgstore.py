@@ -182,6 +182,21 @@ def test_min_deviations_on_retests(monkeypatch, backend):
     assert dg.min_deviations([root], [1, 1]) == [0]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_min_deviations_through_a_gap_after_a_found_set(monkeypatch, backend):
+    # A node whose segment for x's state is a gap (as below any root list the store is asked
+    # about) is passed through: every child is reached at the same level. {A} is found on
+    # level 1 (root2) before level 1 reaches the gap on A (below root1's deviation on B):
+    # that a deviation on A there would hold {A} must not stop the path to false, {B}.
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    dg = DG([Feature.categorical("A", list("pqr")), Feature.categorical("B", list("pq"))])
+    gap = dg.node(0, ((0b010, FALSE), (0b100, TRUE)))
+    root1 = dg.node(1, ((0b01, TRUE), (0b10, gap)))
+    root2 = dg.node(0, ((0b001, TRUE), (0b110, FALSE)))
+    for roots in ([root1, root2], [root2, root1]):
+        assert dg.min_deviations(roots, [0, 0]) == [0b01, 0b10]
+
+
 @pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
 def test_min_deviations_with_more_root_lists_than_cached_layouts(monkeypatch):
     # The C store keeps a bounded number of search layouts; older ones are rebuilt on demand.
@@ -223,6 +238,31 @@ def test_min_deviations_on_a_larger_forest(monkeypatch):
             assert got == dgstore.min_deviations(dg.feature, dg.store.segments, roots, x)
             largest = max(largest, len(got))
     assert largest > 50
+
+
+@pytest.mark.parametrize("n", [3, 255, 256, 65535, 65536])
+def test_min_deviations_across_end_widths(monkeypatch, n):
+    # The C search's layout stores segment ends in 1, 2 or 4 bytes, the fewest holding every
+    # feature's state count: at the widths' edges it equals the reference, at states on
+    # either side of each segment boundary. A deviates to false from its middle segment
+    # only, through B's literal or on its own.
+    monkeypatch.setattr(dgraph, "BACKEND", "c")
+    third = n // 3
+    dg = DG([Feature.categorical("A", [str(i) for i in range(n)]),
+             Feature.categorical("B", list("pqr"))])
+    b = dg.node(1, ((0b001, FALSE), (0b110, TRUE)))
+    low, mid = (1 << third) - 1, (1 << 2 * third) - (1 << third)
+    root = dg.node(0, ((low, b), (mid, FALSE), (((1 << n) - 1) ^ low ^ mid, TRUE)))
+    seen = set()
+    for a in (0, third - 1, third, 2 * third - 1, 2 * third, n - 1):
+        for s in range(3):
+            x = [a, s]
+            got = dg.min_deviations([root], x)
+            assert got == dgstore.min_deviations(dg.feature, dg.store.segments, [root], x)
+            seen.add(tuple(got))
+    # x falsifies (A's middle, or B = p below A's low segment); else {A}, and {B} as well
+    # below A's low segment
+    assert seen == {(0,), (1, 2), (1,)}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
