@@ -132,6 +132,7 @@ typedef struct {
     PyObject *error, *nodes_message, *time_message;
     unsigned int ticks;
     Layout layouts[N_LAYOUTS]; /* of min_deviations */
+    struct Search *search;     /* min_deviations' buffers, kept between calls (NULL: none) */
     Program program; /* of violations (the last root list) */
     size_t next_layout;
 } Store;
@@ -1360,6 +1361,18 @@ static int buckets_hold(const Buckets *B, uint64_t held)
     return 0;
 }
 
+/* Empty the buckets, keeping their arrays. */
+static void buckets_reset(Buckets *B)
+{
+    for (int a = 0; a < 64; a++) {
+        for (uint64_t bs = B->second[a]; bs; bs &= bs - 1)
+            B->by_pair[64 * a + __builtin_ctzll(bs)].n = 0;
+        B->second[a] = 0;
+    }
+    B->singles = 0;
+    B->empty = 0;
+}
+
 static void buckets_free(Buckets *B)
 {
     for (int i = 0; B->by_pair != NULL && i < 64 * 64; i++)
@@ -1441,6 +1454,40 @@ typedef struct {
     Buckets earlier;
 } Found;
 
+/* min_deviations' stacks, records and tables, kept by the store between calls: allocating
+ * and growing them afresh each call cost about a tenth of a call on ann-thyroid (cold
+ * memory, each time). A call's found sets are its own (returned). Buffers past
+ * KEEP_BYTES are freed after a call, so that one large search does not hold its memory. */
+struct Search {
+    DevVec level, later;
+    Links E;
+    Found F;
+};
+#define KEEP_BYTES ((size_t)16 << 20)
+
+static void search_trim(struct Search *W, int all)
+{
+    if (all || W->level.cap * sizeof(DevState) > KEEP_BYTES) {
+        PyMem_Free(W->level.v);
+        W->level = (DevVec){NULL, 0, 0};
+    }
+    if (all || W->later.cap * sizeof(DevState) > KEEP_BYTES) {
+        PyMem_Free(W->later.v);
+        W->later = (DevVec){NULL, 0, 0};
+    }
+    if (all || W->E.cap * sizeof(NodeSets) + W->E.pool_cap * sizeof(uint64_t) > KEEP_BYTES) {
+        PyMem_Free(W->E.v);
+        PyMem_Free(W->E.pool);
+        W->E = (Links){NULL, 0, 0, NULL, 0, 0};
+    }
+    if (all || (W->F.memo.mask + W->F.fresh.mask) * sizeof(uint64_t) > KEEP_BYTES) {
+        set_free(&W->F.memo);
+        set_free(&W->F.fresh);
+    }
+    if (all)
+        buckets_free(&W->F.earlier);
+}
+
 /* Whether `held` holds a found set (held has the current level's count of features, or one
  * more when `next`). */
 static inline int found_in(Found *F, uint64_t held, int next)
@@ -1494,11 +1541,19 @@ typedef struct {
 static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const int32_t *x,
                           uint64_t **found_out, size_t *n_found_out)
 {
-    DevVec level = {NULL, 0, 0}, later = {NULL, 0, 0};
-    Links E = {NULL, 0, 0, NULL, 0, 0};
+    struct Search *W = S->search;
+    if (W == NULL && (W = S->search = PyMem_Calloc(1, sizeof *W)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    DevVec level = W->level, later = W->later;
+    Links E = W->E;
+    Found F = W->F;
+    level.n = later.n = E.n = E.pool_n = 0;
+    F.v = NULL;
+    F.n = F.cap = F.n_earlier = 0;
+    buckets_reset(&F.earlier);
     int ok = 0;
-    Found F;
-    memset(&F, 0, sizeof F);
     uint32_t k = 0; /* the level: the sets in `level` have k features */
     Layout *L = layout_for(S, roots, n_roots);
     if (L == NULL)
@@ -1611,13 +1666,9 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     ok = 1;
 fail:
     PyMem_Free(F.v);
-    PyMem_Free(level.v);
-    PyMem_Free(later.v);
-    PyMem_Free(E.v);
-    PyMem_Free(E.pool);
-    set_free(&F.memo);
-    set_free(&F.fresh);
-    buckets_free(&F.earlier);
+    F.v = NULL;
+    *W = (struct Search){level, later, E, F};
+    search_trim(W, 0);
     return ok ? 0 : -1;
 }
 
@@ -2433,6 +2484,10 @@ static void Store_dealloc(Store *S)
     PyMem_Free(S->scratch);
     PyMem_Free(S->jobs);
     layouts_clear(S);
+    if (S->search != NULL) {
+        search_trim(S->search, 1);
+        PyMem_Free(S->search);
+    }
     Py_XDECREF(S->error);
     Py_XDECREF(S->nodes_message);
     Py_XDECREF(S->time_message);
