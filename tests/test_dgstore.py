@@ -240,6 +240,7 @@ def test_min_deviations_on_a_larger_forest(monkeypatch):
     assert largest > 50
 
 
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
 @pytest.mark.parametrize("n", [3, 255, 256, 65535, 65536])
 def test_min_deviations_across_end_widths(monkeypatch, n):
     # The C search's layout stores segment ends in 1, 2 or 4 bytes, the fewest holding every
