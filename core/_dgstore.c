@@ -932,7 +932,7 @@ typedef struct {
     size_t n, cap;
     uint64_t *pool;
     size_t pool_n, pool_cap;
-} Links; /* NodeSets per node with expanded sets, indexed from the node's layout header */
+} Links; /* NodeSets per node with more than one expanded set, indexed from its layout header */
 
 static int dev_push(DevVec *v, int32_t node, uint64_t held)
 {
@@ -1020,7 +1020,8 @@ static int place(Store *S, int32_t n, int width, int32_t *off, int64_t *end, Int
         return 0;
     size_t nseg = S->node[n].nseg;
     if (nseg > MAX_SEGMENTS) {
-        PyErr_SetString(PyExc_OverflowError, "node with too many segments for the deviation search");
+        PyErr_SetString(PyExc_OverflowError,
+                        "node with too many segments for the deviation search");
         return -1;
     }
     off[n] = (int32_t)*end;
@@ -1273,8 +1274,10 @@ static int set_put(SetTable *T, uint64_t key, uint8_t tag)
         *T = N;
     }
     size_t i = set_slot(T, key);
-    if (!T->tags[i])
+    if (!T->tags[i]) {
         T->used++;
+        T->stamps[i] = 0; /* defined for every entry: rehashing copies it */
+    }
     T->keys[i] = key;
     T->tags[i] = tag;
     return 0;
