@@ -1156,18 +1156,28 @@ static int any_equal(const uint64_t *v, size_t n, uint64_t held)
     return hit;
 }
 
+static int expanded_more(Layout *L, Links *E, int32_t node, uint64_t held, uint32_t k);
+
 /* Record that `held` (level k: k features) is expanded at the node at offset `node` unless a
- * set inside it already was: returns 1 when recorded, 0 when subsumed, -1 on error. */
-static int expanded_add(Layout *L, Links *E, int32_t node, uint64_t held, uint32_t k)
+ * set inside it already was: returns 1 when recorded, 0 when subsumed, -1 on error. Inline
+ * for a node's first set of the search (most nodes'). */
+static inline int expanded_add(Layout *L, Links *E, int32_t node, uint64_t held, uint32_t k)
 {
     int32_t *at = L->code + node;
-    uint64_t first;
     if ((uint32_t)at[1] != L->epoch) {
         at[1] = (int32_t)L->epoch;
         at[2] = -1;
         memcpy(at + 3, &held, sizeof held);
         return 1;
     }
+    return expanded_more(L, E, node, held, k);
+}
+
+/* expanded_add at a node holding sets already. */
+static int expanded_more(Layout *L, Links *E, int32_t node, uint64_t held, uint32_t k)
+{
+    int32_t *at = L->code + node;
+    uint64_t first;
     memcpy(&first, at + 3, sizeof first);
     if ((first & ~held) == 0) /* inside held (of an earlier level), or equal (of level k) */
         return 0;
@@ -1433,8 +1443,14 @@ static inline int32_t segment_of(const int32_t *at, int width, int32_t n, int32_
         for (int32_t j = 0; j < n; j += 16) {
             __m128i e = _mm_loadu_si128((const __m128i *)((const uint8_t *)ends + j));
             unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(e, s), e));
-            i += __builtin_popcount(n - j < 16 ? m & ((1u << (n - j)) - 1) : m);
+            /* the ends ascend, so the ones are a prefix: the count is the first zero's place
+             * (past n only when every end is at or below the state) */
+            if (m != 0xFFFF) {
+                i = j + __builtin_ctz(~m);
+                return i < n ? i : n;
+            }
         }
+        return n;
 #else
         for (int32_t j = 0; j < n; j++)
             i += ((const uint8_t *)ends)[j] <= state;
@@ -1518,25 +1534,63 @@ static int settle(Found *F, int32_t node, uint64_t held)
     return 1;
 }
 
-/* A state being expanded: in phase 0 its node's header and ends are awaited, in phase 1 its
- * children (`seg`: the segment of the instance's state; `pruned`: deviating here would
- * hold a found set, so that only that segment's child is followed). */
+/* A state being expanded: its node, whose lines were prefetched when the lane moved there,
+ * and its set, with the number of found sets when the set was last found to hold none
+ * (asking again before more are found would give the same answer). */
 typedef struct {
-    int32_t node;
-    int32_t phase, seg, pruned;
+    int32_t node; /* DONE when the lane is free */
+    size_t checked;
     uint64_t held;
 } Lane;
+#define DONE INT32_MIN
 
 /* States expanded at once. The search is bound by memory latency (see the layout): one
  * state at a time, following the instance's child and then the next state, it waits on
- * each miss in turn. LANES states in flight, each in two phases (the node's first line,
- * then the children it needs) with the next lines prefetched in between, overlap the
- * misses. Lanes are filled from the top of the stack, so that the search still goes depth
- * first: a level's found sets are found early and prune the rest of the level (a queue
- * expanded 38 % more states, popped four times as many, and was slower). On ann-thyroid's
- * 100 trees (NRs: 17 K nodes expanded per instance), with the layout as it was, 1.5-1.9 ms
- * per instance instead of 3.2-3.7 ms one state at a time; 8 lanes gained less, 24 no more. */
-#define LANES 16
+ * each miss in turn. LANES states are in flight instead: a lane that moves to a node
+ * prefetches the node's first two lines (header, ends and, on most nodes reached, the
+ * children), and is expanded in the next round over the lanes, once the other lanes have
+ * been. Lanes done are dropped at the end of a round, keeping the others' order, and new
+ * ones are filled from the top of the stack, so that the search still goes depth first: a
+ * level's found sets are found early and prune the rest of the level (a queue expanded
+ * 38 % more states, popped four times as many, and was slower). On ann-thyroid's 100
+ * trees (NRs: 17 K nodes expanded per instance), with a 64 MB buffer streamed between
+ * searches: two phases per node (header, then the children), the second line not
+ * prefetched, a done lane replaced by the last one (expanded at once, its lines barely
+ * asked for), a found-set lookup per step and 16 lanes took 1.35-1.43 ms per instance;
+ * this 0.72-0.80 ms (see docs/decisions.md). */
+#define LANES 32
+
+/* Whether deviating on `bit` from `held` (a level-k set without it) makes a set holding a
+ * found one, for the search's pruning of deviations: found_in's answers, kept per set as
+ * two feature masks in a small table (a lane expands the features of a path in turn, with
+ * the same set, and siblings share sets): "holds one" for the whole search, "holds none"
+ * while no more sets are found. 1 or 0, -1 on error. */
+typedef struct {
+    uint64_t held, yes, no; /* the set; features whose deviation holds a found set, or not */
+    size_t n;               /* the number of found sets `no` was asked with */
+} Forbid;
+#define FORBID_BITS 8
+
+static int deviation_pruned(Forbid *table, Found *F, uint64_t held, uint64_t bit)
+{
+    Forbid *fb = &table[(held * 0x9E3779B97F4A7C15ull) >> (64 - FORBID_BITS)];
+    if (fb->held != held) {
+        *fb = (Forbid){held, 0, 0, F->n};
+    } else if (fb->n != F->n) {
+        fb->no = 0;
+        fb->n = F->n;
+    }
+    if (fb->yes & bit)
+        return 1;
+    if (fb->no & bit)
+        return 0;
+    int pruned = found_in(F, held | bit, 1);
+    if (pruned > 0)
+        fb->yes |= bit;
+    else if (pruned == 0)
+        fb->no |= bit;
+    return pruned;
+}
 
 /* The search of PyStore.min_deviations (core/dgstore.py), level by level, sets in 64 bits,
  * on the roots' layout. x[f] is the instance's state of feature f. Fills *found (PyMem) and
@@ -1569,6 +1623,8 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
     }
     const int32_t *code = L->code;
     const int width = L->width;
+    Forbid forbid[1 << FORBID_BITS];
+    memset(forbid, 0, sizeof forbid); /* held 0 with no answers yet: right for any set */
     for (size_t i = 0; i < n_roots; i++)
         if (dev_push(&level, L->root_at[i], 0) < 0)
             goto fail;
@@ -1582,58 +1638,56 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
         later.n = 0;
         Lane lane[LANES];
         int n_lanes = 0;
+        uint64_t clear_held = 0; /* a set found to hold none of the clear_n found ones */
+        size_t clear_n = SIZE_MAX;
         while (level.n || n_lanes) {
             while (n_lanes < LANES && level.n) { /* last in, first out */
                 DevState st = level.v[--level.n];
-                int r = settle(&F, st.node, st.held);
+                /* siblings pushed together share a set: asked about once */
+                int r = st.node > 1 && st.held == clear_held && F.n == clear_n
+                        ? 1 : settle(&F, st.node, st.held);
                 if (r < 0)
                     goto fail;
                 if (r) {
-                    lane[n_lanes++] = (Lane){st.node, 0, 0, 0, st.held};
+                    clear_held = st.held;
+                    clear_n = F.n;
+                    lane[n_lanes++] = (Lane){st.node, F.n, st.held};
                     __builtin_prefetch(code + st.node);
+                    __builtin_prefetch(code + st.node + 16);
+                    __builtin_prefetch(code + st.node + 32);
                 }
             }
             for (int j = 0; j < n_lanes;) {
                 Lane *ln = &lane[j];
                 const int32_t *at = code + ln->node;
-                int32_t nseg = (int32_t)((uint32_t)at[0] >> 8), f = at[0] & 0xff;
-                const int32_t *kids = at + NODE_HEADER + end_words((size_t)nseg, width);
-                uint64_t bit = (uint64_t)1 << f;
-                if (ln->phase == 0) {
-                    int added = expanded_add(L, &E, ln->node, ln->held, k);
-                    if (added < 0)
-                        goto fail;
-                    if (added == 0) {
-                        lane[j] = lane[--n_lanes];
-                        continue;
-                    }
-                    /* Ctrl-C, but not the compile deadline: searching is not compiling */
-                    if ((++S->ticks & TICK_MASK) == 0 && PyErr_CheckSignals() < 0)
-                        goto fail;
-                    ln->seg = segment_of(at, width, nseg, x[f]);
-                    /* a deviation whose set holds a found one is pruned now (as it would
-                     * be when popped) to spare the stack */
-                    ln->pruned = (ln->held & bit) ? 0
-                                 : found_in(&F, ln->held | bit, 1);
-                    if (ln->pruned < 0)
-                        goto fail;
-                    if (ln->pruned)
-                        __builtin_prefetch(kids + ln->seg);
-                    else
-                        for (int32_t i = 0; i < nseg; i += 16) /* 16 children a line */
-                            __builtin_prefetch(kids + i);
-                    ln->phase = 1;
+                uint64_t held = ln->held;
+                int added = expanded_add(L, &E, ln->node, held, k);
+                if (added < 0)
+                    goto fail;
+                if (added == 0) {
+                    ln->node = DONE;
                     j++;
                     continue;
                 }
-                int32_t own = ln->seg < nseg ? kids[ln->seg] : GAP, next = GAP;
-                uint64_t held = ln->held;
+                /* Ctrl-C, but not the compile deadline: searching is not compiling */
+                if ((++S->ticks & TICK_MASK) == 0 && PyErr_CheckSignals() < 0)
+                    goto fail;
+                int32_t nseg = (int32_t)((uint32_t)at[0] >> 8), f = at[0] & 0xff;
+                const int32_t *kids = at + NODE_HEADER + end_words((size_t)nseg, width);
+                uint64_t bit = (uint64_t)1 << f;
+                int32_t seg = segment_of(at, width, nseg, x[f]);
+                int32_t own = seg < nseg ? kids[seg] : GAP, next = GAP;
                 /* free: the instance's state is not the node's to test, or the feature
                  * deviates already; every child is then reached at this level */
                 int free = own == GAP || (held & bit);
-                if (ln->pruned && !free)
+                /* a deviation whose set holds a found one is pruned now (as it would be when
+                 * popped) to spare the stack: only the instance's child is followed */
+                int pruned = free ? 0 : deviation_pruned(forbid, &F, held, bit);
+                if (pruned < 0)
+                    goto fail;
+                if (pruned)
                     next = own;
-                else /* deviations (when not free) are not pruned here */
+                else
                     for (int32_t i = 0; i < nseg; i++) {
                         int32_t c = kids[i];
                         if (c == GAP || c == 1) /* true leads nowhere */
@@ -1646,16 +1700,25 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                         } else if (dev_push(&later, c, held | bit) < 0)
                             goto fail;
                     }
-                int r = settle(&F, next, held);
+                int r = next > 1 && F.n == ln->checked ? 1 : settle(&F, next, held);
                 if (r < 0)
                     goto fail;
                 if (r) {
-                    *ln = (Lane){next, 0, 0, 0, held};
+                    ln->node = next;
+                    ln->checked = F.n;
                     __builtin_prefetch(code + next);
-                    j++;
+                    __builtin_prefetch(code + next + 16);
+                    __builtin_prefetch(code + next + 32);
                 } else
-                    lane[j] = lane[--n_lanes];
+                    ln->node = DONE;
+                j++;
             }
+            /* drop the lanes done, keeping the order: lanes filled next are expanded last */
+            int m = 0;
+            for (int j = 0; j < n_lanes; j++)
+                if (lane[j].node != DONE)
+                    lane[m++] = lane[j];
+            n_lanes = m;
         }
         DevVec swap = level; /* level is empty: the next level becomes current */
         level = later;

@@ -266,6 +266,27 @@ def test_min_deviations_across_end_widths(monkeypatch, n):
     assert seen == {(0,), (1, 2), (1,)}
 
 
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
+def test_min_deviations_at_every_state_of_many_segments(monkeypatch):
+    # The C search finds the instance's segment 16 one-byte ends at a time: a node of 40
+    # segments (three blocks, the last partial) over 200 states, its children cycling through
+    # B's node, false and true, equals the reference at every state.
+    monkeypatch.setattr(dgraph, "BACKEND", "c")
+    dg = DG([Feature.categorical("A", [str(i) for i in range(200)]),
+             Feature.categorical("B", list("pqr"))])
+    b = dg.node(1, ((0b001, FALSE), (0b110, TRUE)))
+    cycle = (b, FALSE, TRUE)
+    root = dg.node(0, tuple((((1 << 5) - 1) << 5 * i, cycle[i % 3]) for i in range(40)))
+    seen = set()
+    for a in range(200):
+        for s in range(3):
+            x = [a, s]
+            got = dg.min_deviations([root], x)
+            assert got == dgstore.min_deviations(dg.feature, dg.store.segments, [root], x)
+            seen.add(tuple(got))
+    assert seen == {(0,), (1,), (1, 2)}
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_min_deviations_beyond_64_features(monkeypatch, backend):
     # The C store packs feature sets in 64 bits; wider forests take the reference search.
