@@ -1547,17 +1547,18 @@ typedef struct {
 /* States expanded at once. The search is bound by memory latency (see the layout): one
  * state at a time, following the instance's child and then the next state, it waits on
  * each miss in turn. LANES states are in flight instead: a lane that moves to a node
- * prefetches the node's first two lines (header, ends and, on most nodes reached, the
- * children), and is expanded in the next round over the lanes, once the other lanes have
- * been. Lanes done are dropped at the end of a round, keeping the others' order, and new
- * ones are filled from the top of the stack, so that the search still goes depth first: a
- * level's found sets are found early and prune the rest of the level (a queue expanded
- * 38 % more states, popped four times as many, and was slower). On ann-thyroid's 100
- * trees (NRs: 17 K nodes expanded per instance), with a 64 MB buffer streamed between
- * searches: two phases per node (header, then the children), the second line not
- * prefetched, a done lane replaced by the last one (expanded at once, its lines barely
- * asked for), a found-set lookup per step and 16 lanes took 1.35-1.43 ms per instance;
- * this 0.72-0.80 ms (see docs/decisions.md). */
+ * prefetches the node's first three lines (header, ends and, on nearly every node reached,
+ * the children: 13.6 segments on average on ann-thyroid take 90 bytes), and is expanded in
+ * the next round over the lanes, once the other lanes have been. Lanes done are dropped at
+ * the end of a round, keeping the others' order, and new ones are filled from the top of
+ * the stack, so that the search still goes depth first: a level's found sets are found
+ * early and prune the rest of the level (a queue expanded 38 % more states, popped four
+ * times as many, and was slower). On ann-thyroid's 100 trees (NRs: 17 K nodes expanded per
+ * instance), with a 64 MB buffer streamed between searches, 0.53-0.56 times the time of
+ * the search before: two phases per node (header, then children), one line prefetched, a
+ * lane done replaced at once by the last one (which had just been filled, so it was
+ * expanded before its lines came), a found-set lookup per step, and 16 lanes (see
+ * docs/decisions.md). */
 #define LANES 32
 
 /* Whether deviating on `bit` from `held` (a level-k set without it) makes a set holding a
