@@ -1653,12 +1653,15 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                     clear_held = st.held;
                     clear_n = F.n;
                     lane[n_lanes++] = (Lane){st.node, F.n, st.held};
+                    /* the node's three lines, here and below written out: moved into a
+                     * static inline helper, GCC 12 emitted no prefetch at all (1.6 times
+                     * slower) */
                     __builtin_prefetch(code + st.node);
                     __builtin_prefetch(code + st.node + 16);
                     __builtin_prefetch(code + st.node + 32);
                 }
             }
-            for (int j = 0; j < n_lanes;) {
+            for (int j = 0; j < n_lanes; j++) {
                 Lane *ln = &lane[j];
                 const int32_t *at = code + ln->node;
                 uint64_t held = ln->held;
@@ -1667,7 +1670,6 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                     goto fail;
                 if (added == 0) {
                     ln->node = DONE;
-                    j++;
                     continue;
                 }
                 /* Ctrl-C, but not the compile deadline: searching is not compiling */
@@ -1712,7 +1714,6 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                     __builtin_prefetch(code + next + 32);
                 } else
                     ln->node = DONE;
-                j++;
             }
             /* drop the lanes done, keeping the order: lanes filled next are expanded last */
             int m = 0;
