@@ -2047,7 +2047,7 @@ done:
     return out;
 }
 
-/* -- the tree stage of ordered compiles (core.dgcompile) ------------------------------- */
+/* -- the tree stage of ordered compiles (rfcircuits.dgcompile) ------------------------------- */
 
 typedef struct {
     int32_t start, end, child;
@@ -2087,9 +2087,9 @@ static int32_t runs_node(Store *S, int32_t f, const Run *runs, size_t n)
     return r;
 }
 
-/* One tree's C^c and ¬C^c for every class (core.dgcompile.tree_code gives the format),
+/* One tree's C^c and ¬C^c for every class (rfcircuits.dgcompile.tree_code gives the format),
  * into pos[c] and neg[c]; the same calls, in the same order, as the Python tree stage of
- * core.dgcompile (so the same node ids): a node whose children all lie below its feature in
+ * rfcircuits.dgcompile (so the same node ids): a node whose children all lie below its feature in
  * the order is made directly (states of no branch lead to false), any other is the
  * disjunction over its branches of (literal ∧ child) by ordered Apply. */
 static int tree_stage(Store *S, const int32_t *w, size_t len, int32_t k, int32_t *pos,
@@ -2877,7 +2877,7 @@ static PyObject *Store_violations(Store *S, PyObject *args)
         goto done;
     }
     /* the cost of a deviation on a weighted feature (1 on the others), as
-     * core.dgstore.weighted_deviation: every path costs less than VIOL_INF */
+     * rfcircuits.dgstore.weighted_deviation: every path costs less than VIOL_INF */
     Cost heavy = (Cost)(k * (k + 1) < VIOL_INF ? k + 1 : (VIOL_INF - 1) / k);
     Program *P = program_for(S, roots.v, roots.n);
     if (P == NULL)
@@ -2984,7 +2984,7 @@ static PyMethodDef Store_methods[] = {
     {"threshold", (PyCFunction)Store_threshold, METH_VARARGS,
      "threshold(roots, ks) -> per k the ordered node of: at least k of roots are true."},
     {"tree_formulas", (PyCFunction)Store_tree_formulas, METH_VARARGS,
-     "tree_formulas(codes, k) -> (pos, neg): C^c_l and ¬C^c_l of trees (core.dgcompile)."},
+     "tree_formulas(codes, k) -> (pos, neg): C^c_l and ¬C^c_l of trees (rfcircuits.dgcompile)."},
     {"evaluate", (PyCFunction)Store_evaluate, METH_VARARGS,
      "evaluate(roots, x) -> bytes: bit i (little-endian) set if x satisfies roots[i]."},
     {"reachable", (PyCFunction)Store_reachable, METH_O,
@@ -3012,8 +3012,8 @@ static PySequenceMethods Store_as_sequence = {.sq_length = (lenfunc)Store_len};
 
 static PyTypeObject StoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "core._dgstore.Store",
-    .tp_doc = "Decision-graph node store (C twin of core.dgstore.PyStore).",
+    .tp_name = "rfcircuits._dgstore.Store",
+    .tp_doc = "Decision-graph node store (C twin of rfcircuits.dgstore.PyStore).",
     .tp_basicsize = sizeof(Store),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = Store_new,
@@ -3055,7 +3055,7 @@ static PySequenceMethods Column_as_sequence = {
 
 static PyTypeObject ColumnType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "core._dgstore.Column",
+    .tp_name = "rfcircuits._dgstore.Column",
     .tp_doc = "Read-only view of one per-node array of a Store.",
     .tp_basicsize = sizeof(Column),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -3063,7 +3063,7 @@ static PyTypeObject ColumnType = {
     .tp_as_sequence = &Column_as_sequence,
 };
 
-/* -- minimal hitting sets (core.primes.hitting_sets' C twin) ---------------------------- */
+/* -- minimal hitting sets (rfcircuits.primes.hitting_sets' C twin) ---------------------------- */
 
 /* One level of the MMCS search (see core/primes.py, whose Python function defines the
  * semantics and the order of the search): the partial set S, the members only each u of S
@@ -3212,7 +3212,7 @@ done:
 
 static PyMethodDef module_methods[] = {
     {"hitting_sets", hitting_sets, METH_VARARGS,
-     "hitting_sets(edges: bytes, width: int) -> bytes: minimal hitting sets (core.primes)."},
+     "hitting_sets(edges: bytes, width: int) -> bytes: minimal hitting sets (rfcircuits.primes)."},
     {NULL, NULL, 0, NULL},
 };
 

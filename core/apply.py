@@ -16,7 +16,7 @@ Optimisations, as a BDD package would have them:
   strictly increase along every path, hence test-once), :meth:`Apply.ordered` is the classic
   ordered-diagram Apply — no path needs carrying, since every test sees all states of its
   feature, and the cache key is ``(op, D1, D2)``. The result is again ordered. It runs in the
-  manager's node store (:mod:`core.dgstore`; the C extension by default), where a node's
+  manager's node store (:mod:`rfcircuits.dgstore`; the C extension by default), where a node's
   branches are run-length segments over its states, so the branch loop is a linear merge of
   two sorted segment lists. Its recursion depth is at most twice the number of features
   (a rank strictly increases at each level).
@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from core.dgraph import FALSE, TRUE, DG
-from core.dgstore import AND, OR
+from rfcircuits.dgraph import FALSE, TRUE, DG
+from rfcircuits.dgstore import AND, OR
 
 Path = tuple[int, ...]
 

@@ -2,8 +2,8 @@
 
 ``R^i`` is a conjunction of pairwise vote comparisons (:func:`comparisons`): under ties
 ``first`` ``R^i = ∧_{j<i}[v_i > v_j] ∧ ∧_{j>i}[v_i >= v_j]``, under ``all`` every comparison is
-``>=``. A comparison is one output of an odd-even network (:mod:`core.sortnet`; decision
-graphs may count with :mod:`core.totalizer` instead, which has the same outputs):
+``>=``. A comparison is one output of an odd-even network (:mod:`rfcircuits.sortnet`; decision
+graphs may count with :mod:`rfcircuits.totalizer` instead, which has the same outputs):
 
 - two classes: the network over ``C^i_1..C^i_n``; ``v_i >= v_j`` iff ``v_i >= ⌈n/2⌉`` and
   ``v_i > v_j`` iff ``v_i >= ⌊n/2⌋+1`` (every tree votes for one of the two classes);
@@ -12,7 +12,7 @@ graphs may count with :mod:`core.totalizer` instead, which has the same outputs)
   ``y_{n+1}`` is ``[v_i > v_j]``.
 
 :func:`pair_outputs` is generic over the comparator operations, so the same plan drives NNF
-circuits here and decision graphs in :mod:`core.dgcompile`. :func:`compile_nnf` is Alg. 3
+circuits here and decision graphs in :mod:`rfcircuits.dgcompile`. :func:`compile_nnf` is Alg. 3
 with NNF gates; tree formulas and their negations come from :func:`tree_formulas` in time
 linear in the tree (closed form of Darwiche & Ji 2022: a branch contributes
 ``[X ∈ S_k] ∧ C(child)``; the negation swaps the leaves because the branches partition the
@@ -26,10 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from core.forest import Branching, Forest, Tree, check_ties, topological_order
-from core.nnf import FALSE, TRUE, NNF
-from core.sortnet import evaluate, network
-from core.totalizer import counts
+from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
+from rfcircuits.nnf import FALSE, TRUE, NNF
+from rfcircuits.sortnet import evaluate, network
+from rfcircuits.totalizer import counts
 
 T = TypeVar("T")
 
@@ -57,7 +57,7 @@ class Ops(Generic[T]):
     min: Callable[[T, T], T]
     false: T
     #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one
-    #: operation (decision graphs: :meth:`core.dgraph.DG.threshold`), for ``counter="topdown"``.
+    #: operation (decision graphs: :meth:`rfcircuits.dgraph.DG.threshold`), for ``counter="topdown"``.
     threshold: Callable[[list[T], list[int]], list[T]] | None = None
 
 
@@ -67,7 +67,7 @@ def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int,
 
     ``pos[c][l]`` is ``C^c_l`` and ``neg[c][l]`` is ``¬C^c_l``; outputs share their cone.
     ``counter`` is the network: ``oddeven`` (paper Alg. 1–2) or ``totalizer``
-    (:mod:`core.totalizer`; a tree's pair counts 1 for ``¬C^j_l`` and 2 for ``C^i_l``), or
+    (:mod:`rfcircuits.totalizer`; a tree's pair counts 1 for ``¬C^j_l`` and 2 for ``C^i_l``), or
     ``topdown``: no network, the operands' ``threshold`` operation on the same inputs.
     """
     n = len(pos[i])

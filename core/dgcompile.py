@@ -1,25 +1,25 @@
 """Tractable class formulas: Alg. 3B (conjunction of decision graphs) and Alg. 3A (one graph).
 
-The plan of :mod:`core.classformula` (which comparisons make ``R^i``, which network output is
-each comparison) runs with :class:`core.apply.Apply` as the comparator: ``max`` is Apply-∨ and
+The plan of :mod:`rfcircuits.classformula` (which comparisons make ``R^i``, which network output is
+each comparison) runs with :class:`rfcircuits.apply.Apply` as the comparator: ``max`` is Apply-∨ and
 ``min`` Apply-∧. Inputs are the trees' ``C^c_l`` and ``¬C^c_l`` as decision graphs:
 
 - ``apply="ordered"`` (default): each tree formula is built with the closed form
   ``∨_k ([X ∈ S_k] ∧ C(child))`` in ordered Apply under a global feature order (the node
   itself when every child lies below ``X`` in the order), so every graph is ordered
-  (test-once) and the fast path of :mod:`core.apply` applies throughout. Sizes depend on the
-  order: :func:`core.featureorder.feature_order` (default ``auto``) keeps the best of a few
+  (test-once) and the fast path of :mod:`rfcircuits.apply` applies throughout. Sizes depend on the
+  order: :func:`rfcircuits.featureorder.feature_order` (default ``auto``) keeps the best of a few
   static heuristics on a sample of the trees, and wide forests that compile large are
   compiled again under a sifted order (:data:`SIFT_TRIGGER`);
 - ``apply="generic"``: each tree is copied node for node (trees are weak test-once; re-tests
   keep only feasible states) and combined with paper Alg. 4.
 
 Votes are counted, with ordered Apply, by ``counter="topdown"`` (the default): no network,
-but :meth:`core.dgraph.DG.threshold` on the network's inputs, which builds each comparison
+but :meth:`rfcircuits.dgraph.DG.threshold` on the network's inputs, which builds each comparison
 graph top-down from the residues of the tree graphs, so the only nodes made are the result's
 (and its sub-graphs'). The networks remain: ``counter="totalizer"`` (the default with generic
 Apply), a network of direct merges whose intermediates are thresholds of blocks of trees
-(:mod:`core.totalizer`), and ``counter="oddeven"``, the odd-even network of paper Alg. 1–2.
+(:mod:`rfcircuits.totalizer`), and ``counter="oddeven"``, the odd-even network of paper Alg. 1–2.
 Under one feature order all three make the same (canonical) graphs; only the work differs.
 Measured on Table 2's configurations (``bench compile``, per class, 2026-11-27), top-down
 is 1.4–7× faster than the totalizer on most (appendicitis 32 s instead of 69 s, wine-recog
@@ -44,19 +44,19 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from core.apply import Apply
-from core.classformula import Ops, comparisons, pair_outputs, per_class
-from core.dgraph import FALSE, TRUE, DG
-from core.errors import BudgetExceeded
-from core.featureorder import feature_order, sift
-from core.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
+from rfcircuits.apply import Apply
+from rfcircuits.classformula import Ops, comparisons, pair_outputs, per_class
+from rfcircuits.dgraph import FALSE, TRUE, DG
+from rfcircuits.errors import BudgetExceeded
+from rfcircuits.featureorder import feature_order, sift
+from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
 
 #: How votes are counted (module docstring); the first is the default (with ordered Apply).
 COUNTERS = ("topdown", "totalizer", "oddeven")
 
 #: With ``order="auto"`` and ordered Apply, the compile of a forest of more than
 #: :data:`SIFT_FEATURES` features that outgrows :data:`SIFT_TRIGGER` nodes stops, and the
-#: forest is compiled again under the order :func:`core.featureorder.sift` makes of the
+#: forest is compiled again under the order :func:`rfcircuits.featureorder.sift` makes of the
 #: heuristic one (the first attempt's work is lost; sifting costs up to about 8 s). On a
 #: 25-tree breast-cancer forest (30 features) the graphs then have 8.4 M nodes per class
 #: instead of 26.5 M, and the whole compile takes 34 s instead of 93 s. Narrower forests are
@@ -139,7 +139,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
 @functools.lru_cache(maxsize=1 << 14)
 def tree_code(tree: Tree) -> bytes:
     """A tree for the C store's ordered tree stage (``Store.tree_formulas``): int32 entries
-    in the order :func:`core.classformula.tree_formulas` builds nodes (children first, the
+    in the order :func:`rfcircuits.classformula.tree_formulas` builds nodes (children first, the
     root last); a leaf is ``-1 - label``, a node is its feature, its number of branches and
     per branch the child's entry index, its number of runs of consecutive states and each
     run's ``(start, end)``. Cached: sifting compiles the same trees many times."""

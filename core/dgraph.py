@@ -11,13 +11,13 @@ traversals here are loops.
 A graph is **weak test-once** when along every path the branch states of a node are exactly
 the states of its feature still feasible there (:meth:`DG.check_invariants`). With a global
 feature order (``rank``) a node is *ordered* when its features strictly increase along every
-path — then it is test-once, the case :mod:`core.apply` accelerates; the flag is kept per node.
+path — then it is test-once, the case :mod:`rfcircuits.apply` accelerates; the flag is kept per node.
 
 :class:`DG` is a facade over a node *store* that holds each node's branches as run-length
-segments over state indices (see :mod:`core.dgstore`) and implements hash-consing, ordered
-Apply and negation: the C extension ``core/_dgstore.c`` (built on first use by
-:mod:`core._native`) or, when ``RFCIRCUITS_PURE_PYTHON=1`` is set or the extension cannot be
-built, the pure-Python reference :class:`core.dgstore.PyStore`. Both give the same node ids
+segments over state indices (see :mod:`rfcircuits.dgstore`) and implements hash-consing, ordered
+Apply and negation: the C extension :mod:`rfcircuits._dgstore` (``_dgstore.c``, built by
+``pip install``) or, when ``RFCIRCUITS_PURE_PYTHON=1`` is set or the install had no C
+compiler, the pure-Python reference :class:`rfcircuits.dgstore.PyStore`. Both give the same node ids
 for the same calls. :data:`BACKEND` names the active one. ``branches[n]`` (masks) is derived
 from the segments on first use (by the C store itself when it is the one).
 """
@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from core.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
-from core.errors import BudgetExceeded
-from core.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
+from rfcircuits.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
+from rfcircuits.errors import BudgetExceeded
+from rfcircuits.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
 
 __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 
@@ -46,22 +45,18 @@ def _stores() -> tuple[dict[str, Any], str, Any]:
     stores: dict[str, Any] = {"python": PyStore}
     if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
         return stores, "python", None
-    from core import _native
-
     try:
-        module = _native.load()
-    except _native.NativeUnavailable as exc:
-        print(f"rfcircuits: warning: C decision-graph store unavailable ({exc}); "
-              "using the slower pure-Python store", file=sys.stderr)
+        from rfcircuits import _dgstore
+    except ImportError:  # built without a C compiler: ``rfcircuits --version`` says so
         return stores, "python", None
-    stores["c"] = module.Store
-    return stores, "c", module
+    stores["c"] = _dgstore.Store
+    return stores, "c", _dgstore
 
 
 #: Store classes by backend name ("c" when the extension loaded, and "python").
 #: BACKEND: the backend new :class:`DG` managers use ("c" or "python").
 #: NATIVE: the C extension module when BACKEND is "c" (it also serves
-#: :func:`core.primes.hitting_sets`), else None.
+#: :func:`rfcircuits.primes.hitting_sets`), else None.
 STORES, BACKEND, NATIVE = _stores()
 
 
@@ -154,13 +149,13 @@ class DG:
         """Per ``k`` of ``ks``: "at least ``k`` of the ordered graphs ``roots`` are true" as an
         ordered graph (repeats count), by top-down expansion: the sub-problems are the
         number still needed and the residues of the roots, so no intermediate graph is
-        built (:meth:`core.dgstore.PyStore.threshold`)."""
+        built (:meth:`rfcircuits.dgstore.PyStore.threshold`)."""
         return self.store.threshold(list(roots), list(ks))
 
     def collect(self, roots: Sequence[int]) -> list[int]:
         """Garbage collection: keep only the nodes below ``roots`` (and the leaves), renumbered
         in the same relative order, and return the roots' new ids. Every other id, and every
-        Apply cache of this manager, becomes invalid (:meth:`core.apply.Apply.clear`)."""
+        Apply cache of this manager, becomes invalid (:meth:`rfcircuits.apply.Apply.clear`)."""
         new = self.store.collect(list(roots))
         self._literals.clear()
         self.branches = _Branches(self.store)
@@ -182,7 +177,7 @@ class DG:
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """The feature sets (bitmasks, by size then value) of the prime implicates of the
         complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph (SPEC §3;
-        the search is :func:`core.dgstore.min_deviations`). The C store packs sets in 64 bits;
+        the search is :func:`rfcircuits.dgstore.min_deviations`). The C store packs sets in 64 bits;
         beyond 64 features the reference search runs on its segments."""
         if self.backend == "c" and len(self.features) > 64:
             return min_deviations(self.feature, self.store.segments, roots, x)
@@ -195,7 +190,7 @@ class DG:
         when it implies the general reason of ``∧ roots`` at ``x``, else a clause of that
         reason it violates, as the term of the branches its path to false deviates on
         ``((feature, branch states), ...)`` (the clause's literals are their complements),
-        of least weight (:func:`core.dgstore.violations`; graphs testing each feature once
+        of least weight (:func:`rfcircuits.dgstore.violations`; graphs testing each feature once
         per path). The C store counts in 16 bits; beyond, the reference runs on its segments."""
         records = []
         for states, weights in boxes:

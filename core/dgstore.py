@@ -1,7 +1,7 @@
 """Decision-graph node store: the pure-Python reference implementation (SPEC §2; paper §3
 "Tractable Class Formulas", Alg. 4 and its ordered special case).
 
-:class:`core.dgraph.DG` is the public facade; it keeps its nodes in a *store*, either this
+:class:`rfcircuits.dgraph.DG` is the public facade; it keeps its nodes in a *store*, either this
 class or the C extension ``core/_dgstore.c``, which implements the same interface and, for the
 same sequence of calls, creates the same nodes with the same ids. This one is the readable
 reference the C code is tested against (``RFCIRCUITS_PURE_PYTHON=1`` selects it).
@@ -39,7 +39,7 @@ GAP = -1
 AND, OR = 0, 1
 #: The node budget bounds the memory of :meth:`PyStore.threshold`'s sub-problems too: one of
 #: ``m`` residues counts ``m + MEMO_ENTRY_WORDS`` 4-byte words, and every ``MEMO_NODE_WORDS``
-#: of them one node (the C store's table; ``core.budget.NODE_BYTES`` per node).
+#: of them one node (the C store's table; ``rfcircuits.budget.NODE_BYTES`` per node).
 MEMO_ENTRY_WORDS = 12
 MEMO_NODE_WORDS = 50
 
@@ -333,7 +333,7 @@ def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
     the complete reason of ``∧ roots`` at ``x`` (SPEC §3), i.e. the NRs (or, for the graph of
     ``¬R^t``, the CEs for target ``t``) — read off the graph without building the reason.
 
-    Why this is the prime implicates: by the closed form (:mod:`core.reasons`) the clauses of
+    Why this is the prime implicates: by the closed form (:mod:`rfcircuits.reasons`) the clauses of
     the complete reason are, bottom-up, those of the branch holding ``x[X]`` plus those of
     every other branch with ``X`` added, and, where ``x[X]`` is not feasible, those of every
     branch unchanged; false gives the empty clause, true none. So the clauses are the
@@ -395,9 +395,9 @@ def violations(n_states: Sequence[int], feature: Sequence[int],
                x: Sequence[int], boxes: Sequence[bytes]) -> list[Path | None]:
     """For each box, a cheapest path from ``roots`` to false that it *violates*, or None when
     there is none: the GSR search's check of a box against the general reason of ``∧ roots``
-    at ``x`` (:mod:`core.general`), read off the graph without building that reason.
+    at ``x`` (:mod:`rfcircuits.general`), read off the graph without building that reason.
 
-    By the closed form (:mod:`core.reasons`) the CNF of the general reason has one clause per
+    By the closed form (:mod:`rfcircuits.reasons`) the CNF of the general reason has one clause per
     path to false, whose literals are the complements of the branches ``(S_k, T_k)`` the path
     takes away from ``x`` (branches not leading to the child that ``x[X]`` leads to). A box
     violates that clause iff it meets every such ``S_k``; so it implies the reason iff no

@@ -4,22 +4,22 @@
 (each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
 general reasons, and for contrastive explanations Alg. 3A (the conjunction folded into one
 graph with Apply, then negated). :meth:`Explainer.explain` is stateless between calls and
-returns an immutable :class:`core.explanation.Explanation`:
+returns an immutable :class:`rfcircuits.explanation.Explanation`:
 
-- CR and GR by the closed forms (:mod:`core.reasons`), as NNF in a per-call manager;
+- CR and GR by the closed forms (:mod:`rfcircuits.reasons`), as NNF in a per-call manager;
 - NRs: prime implicates of CR, read off the graph as its minimal deviation sets, without
-  building CR: by the search :meth:`core.dgraph.DG.min_deviations` (``nr_method="search"``)
+  building CR: by the search :meth:`rfcircuits.dgraph.DG.min_deviations` (``nr_method="search"``)
   or, with few features, from the existential projections compiled with the class formulas
-  (:mod:`core.projections`; ``"project"``; ``"auto"``, the default, projects a graph when
+  (:mod:`rfcircuits.projections`; ``"project"``; ``"auto"``, the default, projects a graph when
   that is cheap enough, see ``PROJECTION_WORK``, else searches); SRs: prime implicants of CR,
   as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: on the forests
   of ``bench explain`` it is the faster method) or by bottom-up expansion of CR
-  (``"expand"``) (:mod:`core.primes`);
-- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`core.general`),
+  (``"expand"``) (:mod:`rfcircuits.primes`);
+- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`rfcircuits.general`),
   on the GSRs' full GR, otherwise on the part of GR whose clauses fit an NR's features;
 - robustness and its feature sets ``V``: the shortest NRs (``robust_method="search"``, the
   default: no CR needed) or Alg. 5 on CR (``"alg5"``); the shortest GNRs: Alg. 6–7 on the
-  part of GR whose clauses fit a set of ``V`` (:mod:`core.robustness`);
+  part of GR whose clauses fit a set of ``V`` (:mod:`rfcircuits.robustness`);
 - CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
   again as minimal deviation sets, of the graph of ``¬R^t`` (searched or projected as NRs).
 """
@@ -30,18 +30,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.apply import Apply
-from core.dgcompile import DGCompilation, compile_dg
-from core.dgraph import TRUE as DG_TRUE
-from core.explanation import ALL_WHAT, Explanation
-from core.forest import Forest, Instance, check_ties
-from core.general import gnrs, gsrs
-from core.nnf import NNF
-from core.primes import hitting_sets, implicants
-from core.projections import MAX_FEATURES, Projections, TooLarge
-from core.reasons import complete_reason, general_reason
-from core.robustness import robustness, shortest_gnrs, shortest_sets
-from core.terms import simple_terms
+from rfcircuits.apply import Apply
+from rfcircuits.dgcompile import DGCompilation, compile_dg
+from rfcircuits.dgraph import TRUE as DG_TRUE
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.forest import Forest, Instance, check_ties
+from rfcircuits.general import gnrs, gsrs
+from rfcircuits.nnf import NNF
+from rfcircuits.primes import hitting_sets, implicants
+from rfcircuits.projections import MAX_FEATURES, Projections, TooLarge
+from rfcircuits.reasons import complete_reason, general_reason
+from rfcircuits.robustness import robustness, shortest_gnrs, shortest_sets
+from rfcircuits.terms import simple_terms
 
 SR_METHODS = ("expand", "dual")
 ROBUST_METHODS = ("alg5", "search")

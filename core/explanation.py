@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import InputError
-from core.forest import Forest, Instance, instance_to_json
-from core.terms import Clause, Term, canonical, terms_json
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance, instance_to_json
+from rfcircuits.terms import Clause, Term, canonical, terms_json
 
 #: ``--what`` keys in canonical field order, with the JSON field each one adds.
 WHAT_FIELDS = {

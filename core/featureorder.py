@@ -1,10 +1,10 @@
-"""Global feature orders for ordered decision graphs (:mod:`core.dgcompile`).
+"""Global feature orders for ordered decision graphs (:mod:`rfcircuits.dgcompile`).
 
 The class formulas do not depend on the order, only the graphs' sizes and the compile times
 do: an order is a performance choice. :func:`feature_order` offers static heuristics and
 ``auto``, which ranks them by compiling Alg. 3B on a prefix of the trees; :func:`sift`
 improves an order by moving features one at a time, judged on windows of the trees
-(:func:`core.dgcompile.compile_dg` sifts ``auto`` orders of wide forests that compile large).
+(:func:`rfcircuits.dgcompile.compile_dg` sifts ``auto`` orders of wide forests that compile large).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import time
 
-from core.errors import BudgetExceeded
-from core.forest import Branching, Forest, topological_order
+from rfcircuits.errors import BudgetExceeded
+from rfcircuits.forest import Branching, Forest, topological_order
 
 ORDERS = ("auto", "depth", "usage", "force", "index")
 #: ``auto`` samples growing prefixes of the trees until its best candidate order creates at
@@ -119,7 +119,7 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
     alone overfits it: on a 25-tree breast-cancer forest (30 features), an order sifted on 10
     trees made 47 M nodes per class, against 26.5 M for ``force``; sifted on windows covering
     the forest, 6–12 M (compiled 3–4× faster, and explained about 1.5× faster)."""
-    from core.dgcompile import compile_dg  # dgcompile imports this module
+    from rfcircuits.dgcompile import compile_dg  # dgcompile imports this module
 
     trees = forest.trees
     spent = 0
@@ -177,7 +177,7 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
 def _sampled_best(forest: Forest, candidates: list[list[int]]) -> list[int]:
     """The candidate order with which Alg. 3B on a prefix of the trees creates the fewest
     nodes (see :func:`feature_order`, ``auto``); earlier candidates win ties."""
-    from core.dgcompile import compile_dg  # dgcompile imports this module
+    from rfcircuits.dgcompile import compile_dg  # dgcompile imports this module
 
     orders = [o for i, o in enumerate(candidates) if o not in candidates[:i]]
     half = max(1, len(forest.trees) // 2)

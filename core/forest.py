@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.atomicio import write_json
-from core.errors import InputError
+from rfcircuits.atomicio import write_json
+from rfcircuits.errors import InputError
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")

@@ -34,7 +34,7 @@ or-decomposable (a box implies a ∨ of children on disjoint features iff it imp
 them), the GSRs on each path to false testing a feature once (its clause then has one literal
 per feature).
 
-Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`core.terms`);
+Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`rfcircuits.terms`);
 inside this module they are packed into ints (:class:`Packing`).
 """
 
@@ -42,12 +42,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from core.dgraph import DG
-from core.dgraph import TRUE as DG_TRUE
-from core.forest import mask_blocks
-from core.forest import mask_states as bits
-from core.nnf import AND, LIT, NNF, OR
-from core.terms import Clause, Term
+from rfcircuits.dgraph import DG
+from rfcircuits.dgraph import TRUE as DG_TRUE
+from rfcircuits.forest import mask_blocks
+from rfcircuits.forest import mask_states as bits
+from rfcircuits.nnf import AND, LIT, NNF, OR
+from rfcircuits.terms import Clause, Term
 
 
 class Packing:
@@ -240,9 +240,9 @@ def unit_clauses(dg: DG, roots: Sequence[int], x: Sequence[int]) -> dict[int, in
 
     A path to false that leaves ``x``'s path once, on a branch ``(S, T)`` of a node on ``f``,
     and follows ``x`` from ``T`` on, has the clause ``complement(S)`` alone (closed form,
-    :mod:`core.reasons`; on ordered graphs ``x[f]`` is feasible at every node). Such paths
+    :mod:`rfcircuits.reasons`; on ordered graphs ``x[f]`` is feasible at every node). Such paths
     are found by walking ``x``'s path from each root and evaluating each other child at ``x``
-    (:meth:`core.dgraph.DG.evaluate`). The walks are no longer than the features, so this
+    (:meth:`rfcircuits.dgraph.DG.evaluate`). The walks are no longer than the features, so this
     costs far less than one check of boxes against the graphs."""
     units: dict[int, int] = {}
     for n in roots:
@@ -266,7 +266,7 @@ def gsrs(dg: DG, roots: Sequence[int], x: Sequence[int], allowed: Sequence[int])
     so a smaller feature set would hold an SR set strictly inside ``v``). Every box starts
     unconstrained and is multiplied by the known clauses (:func:`_multiply`); the boxes that
     satisfy them all are checked against GR in one pass over the graphs
-    (:meth:`core.dgraph.DG.violations`, GR's clauses being their paths to false): those
+    (:meth:`rfcircuits.dgraph.DG.violations`, GR's clauses being their paths to false): those
     implying it are kept, the others contribute a violated clause with the fewest features
     in ``v`` and go round again. It ends when no box is left unchecked; by the invariant of
     :func:`_multiply` every GSR is then inside a kept box, and a kept box implies GR, so the

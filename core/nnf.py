@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from core.forest import Feature, Forest, mask_states
+from rfcircuits.forest import Feature, Forest, mask_states
 
 FALSE = 0
 TRUE = 1

@@ -5,7 +5,7 @@ prime implicant or implicate is determined by its set of features, an int bitmas
 of feature sets are kept as lists of bitmasks without supersets (:func:`minimal`).
 
 - Prime implicates (NRs, CEs) are read off the decision graph as its minimal deviation sets
-  (:meth:`core.dgraph.DG.min_deviations`), without building the complete reason.
+  (:meth:`rfcircuits.dgraph.DG.min_deviations`), without building the complete reason.
 - Prime implicants (SRs), two ways: bottom-up expansion (a literal gives ``{X}``, ``true``
   the empty term, ``false`` none; ∨ unites, ∧ takes pairwise unions, both minimised) or
   dualisation: the SRs are the minimal hitting sets of the NRs (MMCS).
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from core.dgraph import NATIVE
-from core.forest import mask_states as bits
-from core.nnf import AND, CONST, LIT, NNF, TRUE
+from rfcircuits.dgraph import NATIVE
+from rfcircuits.forest import mask_states as bits
+from rfcircuits.nnf import AND, CONST, LIT, NNF, TRUE
 
 
 def popcount(v: int) -> int:

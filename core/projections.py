@@ -7,10 +7,10 @@ implicates of its complete reason; the CEs for a target class are the same on th
 projections do not depend on ``x``. With ``n`` features there are ``2^n`` of them; for small
 ``n`` (``MAX_FEATURES``) :class:`Projections` compiles them all once: per ordered graph ``g``
 of the conjunction, each ``∃D. ¬g`` from one with a feature fewer
-(``∃D. ¬g = ∃f. ∃(D ∖ {f}). ¬g``, :meth:`core.dgraph.DG.exists`), then their disjunction
+(``∃D. ¬g = ∃f. ∃(D ∖ {f}). ¬g``, :meth:`rfcircuits.dgraph.DG.exists`), then their disjunction
 over ``g`` with Apply. An instance's minimal sets then take one path walk per set
-(:meth:`core.dgraph.DG.evaluate_all`) and a few operations on the ``2^n``-bit set of true
-sets, instead of :meth:`core.dgraph.DG.min_deviations`' search, whose cost grows with the
+(:meth:`rfcircuits.dgraph.DG.evaluate_all`) and a few operations on the ``2^n``-bit set of true
+sets, instead of :meth:`rfcircuits.dgraph.DG.min_deviations`' search, whose cost grows with the
 part of the graph the small deviation sets reach (appendicitis: up to 0.55 s). Same
 definition, another algorithm: the two face each other and the oracles in the tests and
 the harness.
@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import reduce
 
-from core.apply import Apply
-from core.dgraph import DG, FALSE, TRUE
+from rfcircuits.apply import Apply
+from rfcircuits.dgraph import DG, FALSE, TRUE
 
 #: Most features for which projections are compiled (``2^n`` sets per graph).
 MAX_FEATURES = 10
@@ -62,7 +62,7 @@ class Projections:
         self.holds = [sum(1 << d for d in range(1 << n) if d >> f & 1) for f in range(n)]
 
     def min_deviations(self, x: Sequence[int]) -> list[int]:
-        """What :meth:`core.dgraph.DG.min_deviations` returns for the roots at ``x``: the
+        """What :meth:`rfcircuits.dgraph.DG.min_deviations` returns for the roots at ``x``: the
         minimal sets ``D`` at which ``∃D. ¬(∧ roots)`` holds, by size then value."""
         true = self.dg.evaluate_all(self.row, x)  # bit d: ∃D. ¬(∧ roots) holds at x
         # Upward closed in D, so d is minimal when no d minus one feature is true: shift the

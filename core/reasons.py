@@ -16,17 +16,17 @@ needed, see :func:`general_reason`), each as a hash-consed NNF: time linear in t
 The CR is monotone and or-decomposable: below a branch ``k ≠ k*`` the state ``x[X]`` is not
 feasible, so those subgraphs yield no ``X`` literal. The GR is locally fixated (every literal
 contains the instance's state) and, on test-once graphs (every ordered graph), or-decomposable
-too (:meth:`core.nnf.NNF.is_or_decomposable` tells).
+too (:meth:`rfcircuits.nnf.NNF.is_or_decomposable` tells).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.dgraph import FALSE as DG_FALSE
-from core.dgraph import TRUE as DG_TRUE
-from core.dgraph import DG
-from core.nnf import FALSE, TRUE, NNF
+from rfcircuits.dgraph import FALSE as DG_FALSE
+from rfcircuits.dgraph import TRUE as DG_TRUE
+from rfcircuits.dgraph import DG
+from rfcircuits.nnf import FALSE, TRUE, NNF
 
 
 def complete_reason(dg: DG, roots: Sequence[int], x: Sequence[int], nnf: NNF) -> int:

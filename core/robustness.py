@@ -9,7 +9,7 @@
   ``r`` is the size of the shortest NRs and ``V`` their feature sets (the paper's
   Proposition on shortest NRs).
 - :func:`shortest_gnrs` is Alg. 6–7: the GNRs on the feature sets ``V`` (see
-  :mod:`core.general`).
+  :mod:`rfcircuits.general`).
 - :func:`flips` enumerates the concrete shortest flips: the violations of the shortest GNRs
   (worlds equal to the instance outside the clause's features and outside every literal on
   them); by the paper's Lemma/Proposition these are exactly the worlds at distance ``r``
@@ -21,10 +21,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from core.general import gnrs
-from core.nnf import AND, CONST, LIT, NNF, TRUE
-from core.primes import minimal
-from core.terms import Clause
+from rfcircuits.general import gnrs
+from rfcircuits.nnf import AND, CONST, LIT, NNF, TRUE
+from rfcircuits.primes import minimal
+from rfcircuits.terms import Clause
 
 INFINITY = float("inf")
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import InputError
-from core.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode
 
 
 def _estimators(model: Any) -> list[Any]:

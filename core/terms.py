@@ -12,7 +12,7 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from core.forest import Forest, mask_states
+from rfcircuits.forest import Forest, mask_states
 
 Literal = tuple[int, int]
 Term = tuple[Literal, ...]
@@ -42,7 +42,7 @@ def _states(mask: int) -> tuple[int, ...]:
 
 class Canonical(tuple):  # type: ignore[type-arg]
     """A tuple of terms/clauses that :func:`canonical` made (deduplicated, SPEC §5 order), so
-    that canonicalising it again (:meth:`core.explanation.Explanation.to_json` does, for
+    that canonicalising it again (:meth:`rfcircuits.explanation.Explanation.to_json` does, for
     fields any engine fills) costs nothing: tens of thousands of SRs and NRs take about a
     second to sort."""
 

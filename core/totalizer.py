@@ -1,7 +1,7 @@
 """Totalizer: a counting network of direct merges (Bailleux & Boufkhad 2003), for Alg. 3B.
 
-The decision-graph compile (:mod:`core.dgcompile`) counts votes with this network instead of
-the odd-even network of paper Alg. 1–2 (:mod:`core.sortnet`); both are built from the same
+The decision-graph compile (:mod:`rfcircuits.dgcompile`) counts votes with this network instead of
+the odd-even network of paper Alg. 1–2 (:mod:`rfcircuits.sortnet`); both are built from the same
 comparator operations (``max`` = ∨, ``min`` = ∧) and compute the same outputs ``y_k`` ("at
 least ``k`` inputs are true"), so the class formulas, and with a global feature order their
 canonical graphs, are the same. What differs is the intermediate functions:
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from core.classformula import Ops
+    from rfcircuits.classformula import Ops
 
 T = TypeVar("T")
 

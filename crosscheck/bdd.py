@@ -1,7 +1,7 @@
 """OBDD oracle: class formulas, reasons and explanations of a forest by BDD operations.
 
 An independent oracle for SPEC §2–§5. It shares only the data model with the native engine
-(``core.forest``, ``core.terms``, ``core.explanation``, ``core.errors``): no sorting network,
+(``rfcircuits.forest``, ``rfcircuits.terms``, ``rfcircuits.explanation``, ``rfcircuits.errors``): no sorting network,
 no decision-graph Apply, no closed form on decision graphs and no prime-implicant code of the
 engine is used.
 
@@ -41,7 +41,7 @@ are not filtered from all primes (GR can have thousands): their feature sets are
 sets V such that some term on V implies φ, found by a second feature-by-feature recursion,
 and for each such V they are the primes of ``∀_{X∉V} φ``. The routines are general: they do
 not use the lemma that every literal of a prime of GR contains the instance's state
-(``crosscheck.brute`` does), so agreement with the brute force also checks that lemma.
+(``rfcircuits.crosscheck.brute`` does), so agreement with the brute force also checks that lemma.
 From these: SRs/NRs = prime implicants/implicates of CR, GSRs/GNRs = the variable-minimal
 prime implicants/implicates of GR, CEs for target t = prime implicates of the CR of ``¬R^t``
 at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs (SPEC §5).
@@ -71,11 +71,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import InputError
-from core.explanation import ALL_WHAT, Explanation
-from core.forest import (TIES, Branching, Forest, Instance, JsonReader, Leaf, Tree,
-                         check_ties, load_json_file, parse_states)
-from core.terms import Clause, Term
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.forest import (TIES, Branching, Forest, Instance, JsonReader, Leaf, Tree,
+                               check_ties, load_json_file, parse_states)
+from rfcircuits.terms import Clause, Term
 
 NNF_FORMAT = "rfcircuits.nnf/1"
 DG_FORMAT = "rfcircuits.dg/1"

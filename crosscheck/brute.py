@@ -20,9 +20,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from core.errors import InputError
-from core.explanation import ALL_WHAT, Explanation
-from core.forest import Forest, Instance, check_ties, classes_from_votes
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.forest import Forest, Instance, check_ties, classes_from_votes
 
 #: Default bound on the number of worlds the oracle accepts.
 MAX_WORLDS = 20_000

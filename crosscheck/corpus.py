@@ -14,14 +14,14 @@ Layout (format :data:`CORPUS_FORMAT`)::
                               policies, as ``rfcircuits compile --out`` writes them)
 
 Cases (:func:`plan`): the SPEC §4 examples with every world as an instance; tiny random
-forests of :func:`crosscheck.fuzz.make_case`, selected by seed so that each edge-case
+forests of :func:`rfcircuits.crosscheck.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
 single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests), their
 instances completed by a tied world and a world per decided class; forests trained with
 scikit-learn on its bundled datasets (:data:`TRAINED`), instances the first test rows.
 
 :func:`build` writes every expected answer from the native engine and keeps a case only when
-every oracle that fits it agrees (:func:`crosscheck.harness.crosscheck`, both tie policies)
+every oracle that fits it agrees (:func:`rfcircuits.crosscheck.harness.crosscheck`, both tie policies)
 and the BDD oracle finds every circuit file equivalent to its class formula; any disagreement
 fails the build, which then writes nothing but repro files. The corpus is built in a temporary
 sibling directory and swapped in at the end, so an interrupted build leaves the old corpus.
@@ -47,25 +47,25 @@ from importlib import metadata
 from multiprocessing.pool import Pool
 from typing import Any
 
-from core import __version__
-from core.atomicio import atomic_open, current_umask
-from core.cli import safe_name
-from core.classformula import compile_nnf
-from core.dgcompile import compile_dg
-from core.errors import InputError
-from core.explain import Explainer
-from core.explanation import dumps
-from core.forest import (TIES, Branching, Forest, Instance, Tree, forest_from_json,
-                         instance_to_json, load_forest, load_instances, load_json_file,
-                         read_lines)
-from core.progress import Progress
-from core.terms import terms_json
-from crosscheck import spec_examples
-from crosscheck.fuzz import make_case, repro
-from crosscheck.harness import ORACLES, Report, crosscheck
-from crosscheck.parallel import pmap
-from crosscheck.parallel import pool as pool_of
-from crosscheck.strategies import Limits
+from rfcircuits import __version__
+from rfcircuits.atomicio import atomic_open, current_umask
+from rfcircuits.classformula import compile_nnf
+from rfcircuits.dgcompile import compile_dg
+from rfcircuits.errors import InputError
+from rfcircuits.explain import Explainer
+from rfcircuits.explanation import dumps
+from rfcircuits.forest import (TIES, Branching, Forest, Instance, Tree, forest_from_json,
+                               instance_to_json, load_forest, load_instances, load_json_file,
+                               read_lines)
+from rfcircuits.formats import circuit_stem
+from rfcircuits.progress import Progress
+from rfcircuits.terms import terms_json
+from rfcircuits.crosscheck import spec_examples
+from rfcircuits.crosscheck.fuzz import make_case, repro
+from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
+from rfcircuits.crosscheck.parallel import pmap
+from rfcircuits.crosscheck.parallel import pool as pool_of
+from rfcircuits.crosscheck.strategies import Limits
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
 MANIFEST = "MANIFEST.json"
@@ -90,11 +90,11 @@ def expected_file(ties: str) -> str:
 def circuit_file(form: str, ties: str, c: int, class_name: str) -> str:
     """Path of a circuit inside a case directory (file name as ``compile --out`` writes it)."""
     extension = "nnf" if form == "nnf" else "dg"
-    return f"circuits/{form}/{ties}/{safe_name(c, class_name)}.{extension}.json"
+    return f"circuits/{form}/{ties}/{circuit_stem(c, class_name)}.{extension}.json"
 
 
 def json_text(obj: Any) -> str:
-    """A JSON document as :func:`core.atomicio.write_json` writes it (forest, circuit files)."""
+    """A JSON document as :func:`rfcircuits.atomicio.write_json` writes it (forest, circuit files)."""
     return json.dumps(obj, ensure_ascii=False) + "\n"
 
 
@@ -213,7 +213,7 @@ class CaseSpec:
 
 
 def spec_case(case_id: str) -> CaseSpec:
-    """A SPEC §4 worked example (:mod:`crosscheck.spec_examples`) with every world."""
+    """A SPEC §4 worked example (:mod:`rfcircuits.crosscheck.spec_examples`) with every world."""
     forest_name, instance_name, title = SPEC_CASES[case_id]
     return CaseSpec(case_id, {"kind": "spec", "example": title, "forest": forest_name,
                               "instances": "every world; the SPEC's instance first" if
@@ -223,7 +223,7 @@ def spec_case(case_id: str) -> CaseSpec:
 def random_case(stream: Stream, k: int) -> CaseSpec:
     """Candidate ``k`` of a stream of tiny random forests."""
     return CaseSpec(f"random-{stream.name}-{k:04d}", {
-        "kind": "random", "stream": stream.name, "generator": "crosscheck.fuzz.make_case",
+        "kind": "random", "stream": stream.name, "generator": "rfcircuits.crosscheck.fuzz.make_case",
         "seed": stream.seed, "case": k, "limits": asdict(stream.limits),
         "single_state_retests": stream.retests,
         "instances": "make_case's instances, then a tied world and a world per decided class"})
@@ -240,7 +240,7 @@ def trained_case(spec: TrainedSpec) -> CaseSpec:
         "loader": f"sklearn.datasets.load_{spec.dataset}", "columns": list(spec.columns),
         "features": [str(bunch.feature_names[c]) for c in spec.columns],
         "labels": list(labels), "classes": [str(bunch.target_names[c]) for c in labels],
-        "trainer": "core.train.train_forest (RandomForestClassifier, 85/15 split)",
+        "trainer": "rfcircuits.datasets.train_forest (RandomForestClassifier, 85/15 split)",
         "n_estimators": spec.trees, "max_depth": spec.depth, "random_state": spec.seed,
         "n_instances": spec.instances,
         "instances": "the first distinct test rows (as states)"})
@@ -327,7 +327,7 @@ def _trained(origin: dict[str, Any]) -> Made:
     import numpy as np
     from sklearn import datasets
 
-    from core.train import Dataset, train_forest
+    from rfcircuits.datasets import Dataset, train_forest
 
     bunch = getattr(datasets, f"load_{origin['dataset']}")()
     labels = list(origin["labels"])
@@ -441,7 +441,7 @@ def confirmations(report: Report) -> dict[str, dict[str, Any]]:
 def _circuits(forest: Forest) -> tuple[dict[str, str], list[str], str | None]:
     """Circuit files of every class, form and tie policy, each checked by the BDD oracle:
     ``(files, failures, why omitted)``."""
-    from crosscheck.bdd import BddOracle
+    from rfcircuits.crosscheck.bdd import BddOracle
 
     reason = BddOracle.too_big(forest)
     if reason:
@@ -742,7 +742,7 @@ which also records each case's origin and the package versions).
 ## Cases
 
 - `spec-*`: the worked examples of SPEC §4, every world as an instance.
-- `random-<stream>-<k>`: tiny random forests (`crosscheck.fuzz.make_case(seed, k, limits)`),
+- `random-<stream>-<k>`: tiny random forests (`rfcircuits.crosscheck.fuzz.make_case(seed, k, limits)`),
   the first of each stream's seeds that hit the stream's edge case; instances are
   `make_case`'s plus a tied world and a world decided for each class.
 - `trained-*`: scikit-learn forests on bundled datasets (subsets of features and classes),
@@ -872,7 +872,7 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = ()) ->
 
 def _check_circuits(case_dir: str, forest: Forest, files: Iterable[str],
                     result: CaseCheck) -> None:
-    from crosscheck.bdd import NNF_FORMAT, BddOracle
+    from rfcircuits.crosscheck.bdd import NNF_FORMAT, BddOracle
 
     files = list(files)
     if not files:

@@ -1,14 +1,14 @@
 """``rfcircuits fuzz``: random small forests through the harness, failures shrunk and saved.
 
-Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`crosscheck.strategies`),
+Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.strategies`),
 so the same seed replays the same cases, whatever the number of processes. Each case is a
 forest and three instances, checked under both tie policies against every oracle that fits
-(:mod:`crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
+(:mod:`rfcircuits.crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
 case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
-(:data:`crosscheck.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
+(:data:`rfcircuits.crosscheck.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
 (SPEC §3, §5) are compared with the BDD oracle's. The small forests rarely have more than one
 GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
-could not enumerate their candidate terms. A failing case is shrunk (:mod:`crosscheck.shrink`)
+could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.shrink`)
 while the same check still fails, and written at once, atomically, to
 ``DIR/case-<seed>-<k>[-general]-<ties>.json`` (``rfcircuits.repro/1``: the forest, the
 instances, the tie policy, the disagreements; replay it with ``rfcircuits crosscheck --replay
@@ -28,16 +28,16 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from core.atomicio import write_json
-from core.explanation import ALL_WHAT
-from core.forest import TIES, Forest, Instance, instance_to_json
-from crosscheck.harness import ORACLES, crosscheck
-from crosscheck.shrink import shrink
-from crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
+from rfcircuits.atomicio import write_json
+from rfcircuits.explanation import ALL_WHAT
+from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
+from rfcircuits.crosscheck.harness import ORACLES, crosscheck
+from rfcircuits.crosscheck.shrink import shrink
+from rfcircuits.crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
 
 REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
-#: The fields a general-reason case checks (those computed by :mod:`core.general`).
+#: The fields a general-reason case checks (those computed by :mod:`rfcircuits.general`).
 GENERAL_WHAT = ("robust", "gsr", "gnr", "flips")
 
 

@@ -32,18 +32,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.classformula import compile_nnf
-from core.dgcompile import DGCompilation, compile_dg
-from core.errors import BudgetExceeded, InputError
-from core.explain import ROBUST_METHODS, SR_METHODS, Explainer
-from core.projections import MAX_FEATURES
-from core.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
-from core.forest import Forest, Instance, instance_to_json
-from core.nnf import NNF
-from core.robustness import flips
-from core.terms import term_json, variables
-from crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
-from crosscheck.parallel import can_fork, completed, pool
+from rfcircuits.classformula import compile_nnf
+from rfcircuits.dgcompile import DGCompilation, compile_dg
+from rfcircuits.errors import BudgetExceeded, InputError
+from rfcircuits.explain import ROBUST_METHODS, SR_METHODS, Explainer
+from rfcircuits.projections import MAX_FEATURES
+from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
+from rfcircuits.forest import Forest, Instance, instance_to_json
+from rfcircuits.nnf import NNF
+from rfcircuits.robustness import flips
+from rfcircuits.terms import term_json, variables
+from rfcircuits.crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
+from rfcircuits.crosscheck.parallel import can_fork, completed, pool
 
 ORACLES = ("brute", "bdd", "sat")
 HEADER = ("votes", "decision", "classes")
@@ -223,17 +223,17 @@ class Crosscheck:
     def _build(self, name: str) -> Any:
         forest = self.forest
         if name == "brute":
-            from crosscheck.brute import MAX_WORLDS, BruteForce
+            from rfcircuits.crosscheck.brute import MAX_WORLDS, BruteForce
 
             if forest.n_worlds() > MAX_WORLDS:
                 return f"{forest.n_worlds()} worlds exceed the brute force's {MAX_WORLDS}"
             return BruteForce(forest, self.ties)
         if name == "bdd":
-            from crosscheck.bdd import BddOracle
+            from rfcircuits.crosscheck.bdd import BddOracle
 
             reason = BddOracle.too_big(forest)
             return reason if reason else BddOracle(forest, self.ties)
-        from crosscheck.sat import SatOracle
+        from rfcircuits.crosscheck.sat import SatOracle
 
         return SatOracle(forest, self.ties)
 
@@ -437,7 +437,7 @@ class Crosscheck:
                             lambda: self._flip_worlds(x, shown, ours, oracle))
 
     def _flip_worlds(self, x: Instance, shown: dict[str, str], ours: Any, brute: Any) -> None:
-        """The worlds :func:`core.robustness.flips` enumerates from our shortest GNRs must be
+        """The worlds :func:`rfcircuits.robustness.flips` enumerates from our shortest GNRs must be
         exactly the worlds outside Δ at the least distance from ``x`` (paper §4)."""
         full = [f.full for f in self.forest.features]
         mine = set(flips(x, ours.shortest_flips, full))

@@ -3,7 +3,8 @@
 Mutation operators (AST level): ``&``↔``|``, ``and``↔``or``, ``<``↔``<=``, ``>``↔``>=``,
 ``==``↔``!=``, an integer constant ± 1, ``min``↔``max``, ``any``↔``all``, removal of a
 ``not``, and deletion of one statement of a loop body. A mutant is identified by module,
-line, column and operator (``core/primes.py:42:17 cmp < → <=``).
+line, column and operator (``rfcircuits/primes.py:42:17 cmp < → <=``; modules are named by their
+path in the installed package).
 
 Each sampled mutant is written into a temporary copy of the packages (the working tree is
 never touched) and judged in a subprocess with that copy first on ``sys.path``: the SPEC §4
@@ -35,14 +36,18 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core.errors import InputError
+import rfcircuits
+from rfcircuits.errors import InputError
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODULES = ("core/sortnet.py", "core/classformula.py", "core/apply.py",
-                   "core/dgcompile.py", "core/reasons.py", "core/primes.py", "core/general.py",
-                   "core/robustness.py", "core/dgstore.py", "core/totalizer.py",
-                   "core/projections.py")
-EQUIVALENT_FILE = ROOT / "crosscheck" / "EQUIVALENT_MUTANTS.md"
+#: Where the packages' sources are, by the path prefix that names their modules (the
+#: library's folder and the oracles' folder differ in the repository; an editable install
+#: maps them, a wheel nests the second in the first).
+PACKAGE_DIRS = {"rfcircuits/crosscheck/": Path(__file__).resolve().parent,
+                "rfcircuits/": Path(rfcircuits.__file__).resolve().parent}
+DEFAULT_MODULES = tuple(f"rfcircuits/{name}.py" for name in (
+    "sortnet", "classformula", "apply", "dgcompile", "reasons", "primes", "general",
+    "robustness", "dgstore", "totalizer", "projections"))
+EQUIVALENT_FILE = Path(__file__).resolve().parent / "EQUIVALENT_MUTANTS.md"
 FUZZ_SEED = 1
 
 _SWAP_BIN = {ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
@@ -121,9 +126,20 @@ def _points(tree: ast.AST) -> Iterator[tuple[ast.AST, str, str, object]]:
                 yield stmt, "delete", f"delete loop statement at line {stmt.lineno}", (node, k)
 
 
-def mutants(module: str, source: Path = ROOT) -> list[Mutant]:
-    """Every mutation point of a module (path relative to the tree ``source``)."""
-    tree = ast.parse((source / module).read_text(encoding="utf-8"))
+def locate(module: str, source: Path | None = None) -> Path:
+    """The file of a module named by its package path (``rfcircuits/primes.py``), in the tree
+    ``source`` (a copy made by :func:`_copy_packages`) or else in the installed packages."""
+    if source is not None:
+        return source / module
+    prefix = next((p for p in PACKAGE_DIRS if module.startswith(p)), None)
+    if prefix is None:
+        raise InputError(f"--modules: {module} is not a path under rfcircuits/")
+    return PACKAGE_DIRS[prefix] / module[len(prefix):]
+
+
+def mutants(module: str, source: Path | None = None) -> list[Mutant]:
+    """Every mutation point of a module (see :func:`locate`)."""
+    tree = ast.parse(locate(module, source).read_text(encoding="utf-8"))
     out = []
     for index, (node, op, change, _) in enumerate(_points(tree)):
         out.append(Mutant(module, getattr(node, "lineno", 0), getattr(node, "col_offset", 0),
@@ -131,9 +147,9 @@ def mutants(module: str, source: Path = ROOT) -> list[Mutant]:
     return out
 
 
-def _mutated_source(mutant: Mutant, source: Path = ROOT) -> tuple[str, str]:
+def _mutated_source(mutant: Mutant, source: Path | None = None) -> tuple[str, str]:
     """(original, mutated) source of the module, both unparsed from the AST."""
-    path = source / mutant.module
+    path = locate(mutant.module, source)
     original = ast.unparse(ast.parse(path.read_text(encoding="utf-8")))
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for index, (node, op, _, payload) in enumerate(_points(tree)):
@@ -184,11 +200,11 @@ def equivalent_mutants() -> dict[str, str]:
 
 _JUDGE = """
 import json, sys
-from crosscheck.spec_examples import *
-from crosscheck.brute import BruteForce
-from core.explain import Explainer
-from core.classformula import compile_nnf
-from core.dgcompile import compile_dg
+from rfcircuits.crosscheck.spec_examples import *
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.explain import Explainer
+from rfcircuits.classformula import compile_nnf
+from rfcircuits.dgcompile import compile_dg
 for doc, inst, answers in ((SUSAN_FOREST, SUSAN, SUSAN_ANSWERS), (FLIP_FOREST, FLIP, FLIP_ANSWERS)):
     f = forest(doc); x = instance(f, inst)
     e = Explainer(f).explain(x)
@@ -208,14 +224,23 @@ for comp in (compile_nnf(f), compile_dg(f, form="dg")):
 """
 
 
-def _copy_packages(source: Path, target: Path) -> None:
-    """Copy the ``core`` and ``crosscheck`` packages of the tree ``source`` under ``target``."""
-    for package in ("core", "crosscheck"):
-        shutil.copytree(source / package, target / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+def _copy_packages(source: Path | None, target: Path) -> None:
+    """Copy the package ``rfcircuits`` (with ``rfcircuits.crosscheck``) of the tree ``source``,
+    or of the installed packages, to ``target/rfcircuits``, without the C extension (mutants
+    run on the pure-Python store)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.so", "*.pyd")
+    if source is not None:
+        shutil.copytree(source / "rfcircuits", target / "rfcircuits", ignore=ignore)
+        return
+    library = PACKAGE_DIRS["rfcircuits/"]
+    shutil.copytree(library, target / "rfcircuits",
+                    ignore=lambda d, names: ignore(d, names) | ({"crosscheck"} if d == str(library)
+                                                                 else set()))
+    shutil.copytree(PACKAGE_DIRS["rfcircuits/crosscheck/"], target / "rfcircuits" / "crosscheck",
+                    ignore=ignore)
 
 
-def judge(mutant: Mutant, budget: float, workdir: str, source: Path = ROOT) -> Verdict:
+def judge(mutant: Mutant, budget: float, workdir: str, source: Path | None = None) -> Verdict:
     """Apply a mutant to a copy of the packages (of the tree ``source``) and run the examples
     and a fuzz run on it."""
     original, mutated = _mutated_source(mutant, source)
@@ -233,7 +258,7 @@ def judge(mutant: Mutant, budget: float, workdir: str, source: Path = ROOT) -> V
                "PYTHONDONTWRITEBYTECODE": "1"}
         start = time.monotonic()
         steps = [([sys.executable, "-c", _JUDGE], budget),
-                 ([sys.executable, "-m", "crosscheck.cli", "fuzz", "--seconds", str(budget),
+                 ([sys.executable, "-m", "rfcircuits", "fuzz", "--seconds", str(budget),
                    "--seed", str(FUZZ_SEED), "--out", str(copy / "failures"), "--json",
                    "--no-progress"], 3 * budget + 30)]
         for command, timeout in steps:
@@ -287,7 +312,7 @@ def campaign(modules: list[str], sample: int | None, budget: float, jobs: int,
     workdir = tempfile.mkdtemp(prefix="rfcircuits-mutate-")
     try:
         snapshot = Path(workdir) / "snapshot"
-        _copy_packages(ROOT, snapshot)
+        _copy_packages(None, snapshot)
         pool = [m for module in modules for m in mutants(module, snapshot)]
         rng = random.Random(seed)
         chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
@@ -348,8 +373,8 @@ def report_text(data: dict[str, object]) -> str:
 def cmd_mutate(args: argparse.Namespace) -> int:
     modules = [m.strip() for m in args.modules.split(",")] if args.modules else list(DEFAULT_MODULES)
     for m in modules:
-        if not (ROOT / m).is_file():
-            raise InputError(f"--modules: no module {m} (paths relative to {ROOT})")
+        if not locate(m).is_file():
+            raise InputError(f"--modules: no module {m} (paths under rfcircuits/)")
     data = summary(campaign(modules, args.sample, args.budget, args.jobs, args.seed))
     print(json.dumps(data, ensure_ascii=False) if args.json else report_text(data))
     return 0

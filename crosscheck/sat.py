@@ -50,7 +50,7 @@ family has a member inside another (bitsets), and every set meeting all SRs cont
 (one propositional call over one variable per feature). On a 25-tree breast-cancer forest it took
 11 s where the enumeration (NRs, then SRs by Hitman) took 35 s on an instance with 40,634
 NRs and 34,223 SRs, 3.2 s instead of 5.5 s on one with 10,947 and 7,232. The harness
-(:mod:`crosscheck.harness`) checks the native SRs and NRs this way, and on forests of at
+(:mod:`rfcircuits.crosscheck.harness`) checks the native SRs and NRs this way, and on forests of at
 most ``SAT_ITEM_WORLDS`` worlds also against the enumeration.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
@@ -76,10 +76,10 @@ from pysat.examples.rc2 import RC2
 from pysat.formula import WCNF, IDPool
 from pysat.solvers import Solver, SolverNames
 
-from core.errors import InputError
-from core.explanation import ALL_WHAT, Explanation
-from core.forest import Branching, Forest, Instance, Leaf, check_ties
-from core.terms import Clause, Literal, Term
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.forest import Branching, Forest, Instance, Leaf, check_ties
+from rfcircuits.terms import Clause, Literal, Term
 
 #: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
 #: KeyboardInterrupt, and the interrupted solver must not be called again.

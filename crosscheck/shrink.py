@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from core.errors import InputError
-from core.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, interval_names
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, interval_names
 
 Case = tuple[Forest, list[Instance]]
 

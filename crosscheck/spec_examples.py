@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.explanation import Explanation
-from core.forest import Forest, forest_from_json, parse_instance
-from core.terms import Term
+from rfcircuits.explanation import Explanation
+from rfcircuits.forest import Forest, forest_from_json, parse_instance
+from rfcircuits.terms import Term
 
 SUSAN_FOREST = {
     "format": "rfcircuits.forest/1",

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from core.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, mask_states
+from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, mask_states
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,9 @@ class Limits:
     max_depth: int = 4
 
 
-#: Bounds of the fuzz run's general-reason cases (:mod:`crosscheck.fuzz`): more features and
+#: Bounds of the fuzz run's general-reason cases (:mod:`rfcircuits.crosscheck.fuzz`): more features and
 #: states than the brute force can enumerate terms over, so that instances often have several
-#: GSRs per SR set and GNRs on three features or more (the paths of :mod:`core.general` the
+#: GSRs per SR set and GNRs on three features or more (the paths of :mod:`rfcircuits.general` the
 #: small forests seldom reach), and still within every size limit of the BDD oracle
 #: (48 state variables, 10 trees, trees × variables × class pairs ≤ 1440).
 GENERAL = Limits(max_features=6, max_states=8, max_trees=10, max_classes=3, max_depth=6)

@@ -19,7 +19,7 @@ thresholds of the feature (equal up to a relative 1e-9, to absorb printing); a b
 a state, an empty or full literal (SPEC §1), or two literals on one feature in a term or
 clause is malformed input.
 
-**Verdicts** come from the SAT oracle (:class:`crosscheck.sat.SatOracle`, SPEC §3), for every
+**Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.sat.SatOracle`, SPEC §3), for every
 item ``E`` lists and every item of the native engine's answer that ``E`` lacks:
 
 ============================  ==============================================================
@@ -64,12 +64,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import InputError
-from core.explain import Explainer
-from core.explanation import ALL_WHAT, WHAT_FIELDS, Explanation
-from core.forest import Feature, Forest, Instance, check_ties, instance_to_json, parse_instance
-from core.terms import Literal, Term, literal_text, make, term_json, term_text
-from crosscheck.sat import SatOracle
+from rfcircuits.errors import InputError
+from rfcircuits.explain import Explainer
+from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation
+from rfcircuits.forest import Feature, Forest, Instance, check_ties, instance_to_json, parse_instance
+from rfcircuits.terms import Literal, Term, literal_text, make, term_json, term_text
+from rfcircuits.crosscheck.sat import SatOracle
 
 #: Set-valued SPEC §5 fields and the oracle verdicts each listed item gets.
 VERDICTS: dict[str, tuple[str, ...]] = {
@@ -558,7 +558,7 @@ class Verifier:
     """Grades lines of E for one forest and tie policy (the native engine and the SAT oracle
     are built once). ``gnr_limit`` bounds the GNR / shortest-flip validity checks; fields in
     ``oracle_only`` are graded without the native answer; ``max_nodes`` bounds the native
-    engine's decision graphs (:class:`core.errors.BudgetExceeded` beyond it)."""
+    engine's decision graphs (:class:`rfcircuits.errors.BudgetExceeded` beyond it)."""
 
     def __init__(self, forest: Forest, ties: str = "first", gnr_limit: int = GNR_LIMIT,
                  oracle_only: Iterable[str] = (), max_nodes: int | None = None) -> None:

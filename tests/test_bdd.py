@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError
-from core.forest import Feature, Forest, Leaf, Tree, forest_from_json
-from crosscheck import spec_examples as ex
-from crosscheck.bdd import DG_FORMAT, NNF_FORMAT, BddOracle, CircuitCheck
-from crosscheck.brute import BruteForce
-from crosscheck.strategies import (Limits, forest_and_instance, forests, random_forest,
-                                   random_instance)
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Feature, Forest, Leaf, Tree, forest_from_json
+from rfcircuits.crosscheck import spec_examples as ex
+from rfcircuits.crosscheck.bdd import DG_FORMAT, NNF_FORMAT, BddOracle, CircuitCheck
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.strategies import (Limits, forest_and_instance, forests, random_forest,
+                                              random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 PROPERTY = settings(max_examples=150, deadline=None,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from core.classformula import comparisons, compile_nnf
-from crosscheck.brute import BruteForce
-from crosscheck.harness import nnf_worlds
-from crosscheck.spec_examples import FIGURE1_COUNTS, FIGURE1_FOREST, forest
-from crosscheck.strategies import Limits, forests
+from rfcircuits.classformula import comparisons, compile_nnf
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.harness import nnf_worlds
+from rfcircuits.crosscheck.spec_examples import FIGURE1_COUNTS, FIGURE1_FOREST, forest
+from rfcircuits.crosscheck.strategies import Limits, forests
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 

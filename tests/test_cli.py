@@ -8,8 +8,8 @@ import json
 import pytest
 from sklearn.datasets import load_iris
 
-from crosscheck.cli import main
-from crosscheck.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.cli.main import main
+from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 
 
 @pytest.fixture
@@ -46,8 +46,8 @@ def test_train_then_compile(tmp_path, iris_csv, capsys):
 
 
 def test_both_vote_counters_compile_the_same_graphs(tmp_path, iris_csv, capsys):
-    from core.dgcompile import COUNTERS
-    from crosscheck.cli import build_parser
+    from rfcircuits.dgcompile import COUNTERS
+    from rfcircuits.cli.main import build_parser
 
     forest = tmp_path / "iris.forest.json"
     assert main(["train", "--data", str(iris_csv), "--trees", "9", "--depth", "3", "--seed", "2",
@@ -136,8 +136,8 @@ def test_bench_explain_rows(tmp_path, capsys):
 
 
 def test_explain_stops_at_the_node_budget(tmp_path, capsys):
-    from core.budget import default_max_nodes
-    from crosscheck.spec_examples import SUSAN
+    from rfcircuits.budget import default_max_nodes
+    from rfcircuits.crosscheck.spec_examples import SUSAN
 
     assert default_max_nodes() > 10 ** 6  # this machine's memory is known and large
     (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
@@ -156,7 +156,7 @@ def test_explain_stops_at_the_node_budget(tmp_path, capsys):
 def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):
     import os
 
-    from core.atomicio import write_json
+    from rfcircuits.atomicio import write_json
 
     forest = tmp_path / "susan.forest.json"
     write_json(forest, SUSAN_FOREST)
@@ -181,7 +181,7 @@ def test_the_umask_is_read_with_and_without_proc(monkeypatch):
     import builtins
     import os
 
-    from core import atomicio
+    from rfcircuits import atomicio
 
     previous = os.umask(0o027)
     try:
@@ -216,7 +216,7 @@ def test_an_unwritable_output_exits_2_naming_it(tmp_path, capsys):
     assert not [p for p in os.listdir(tmp_path.parent) if p.startswith(".tmp-")]
     if os.path.exists("/dev/full"):  # stdout on a full disk
         with open("/dev/full", "w") as full:
-            done = subprocess.run([sys.executable, "-c", "import sys; from crosscheck.cli import "
+            done = subprocess.run([sys.executable, "-c", "import sys; from rfcircuits.cli.main import "
                                    "main; sys.exit(main(sys.argv[1:]))", *explain],
                                   stdout=full, stderr=subprocess.PIPE, text=True)
         assert done.returncode == 2

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from core.explain import Explainer
-from crosscheck import corpus
-from crosscheck.cli import main
-from crosscheck.strategies import Limits
+from rfcircuits.explain import Explainer
+from rfcircuits.crosscheck import corpus
+from rfcircuits.cli.main import main
+from rfcircuits.crosscheck.strategies import Limits
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = corpus.load_manifest(str(FIXTURES))

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from core import dgraph
-from core.apply import AND, OR, Apply
-from core.dgraph import DG, FALSE, LEAF, TRUE
-from core.dgstore import GAP
-from core.forest import Feature, Forest, Leaf, Tree
+from rfcircuits import dgraph
+from rfcircuits.apply import AND, OR, Apply
+from rfcircuits.dgraph import DG, FALSE, LEAF, TRUE
+from rfcircuits.dgstore import GAP
+from rfcircuits.forest import Feature, Forest, Leaf, Tree
 
 BACKENDS = sorted(dgraph.STORES)
 X = Feature.categorical("X", ["a", "b", "c", "d", "e"])

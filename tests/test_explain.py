@@ -10,20 +10,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.explain import NR_METHODS, ROBUST_METHODS, SR_METHODS, Explainer
-from core.explanation import ALL_WHAT, Explanation
-from core.nnf import NNF
-from core.dgcompile import compile_dg
-from core.reasons import complete_reason, general_reason
-from core.robustness import flips
-from core.forest import mask_states
-from core.terms import Canonical, _table_terms, canonical, simple, simple_terms
-from crosscheck.brute import BruteForce
-from crosscheck.cli import main
-from crosscheck.harness import nnf_worlds
-from crosscheck.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS, SUSAN,
-                                      SUSAN_ANSWERS, SUSAN_FOREST, expected, forest, instance)
-from crosscheck.strategies import Limits, forest_and_instance
+from rfcircuits.explain import NR_METHODS, ROBUST_METHODS, SR_METHODS, Explainer
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.nnf import NNF
+from rfcircuits.dgcompile import compile_dg
+from rfcircuits.reasons import complete_reason, general_reason
+from rfcircuits.robustness import flips
+from rfcircuits.forest import mask_states
+from rfcircuits.terms import Canonical, _table_terms, canonical, simple, simple_terms
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.cli.main import main
+from rfcircuits.crosscheck.harness import nnf_worlds
+from rfcircuits.crosscheck.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS, SUSAN,
+                                                 SUSAN_ANSWERS, SUSAN_FOREST, expected, forest, instance)
+from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 
@@ -135,14 +135,14 @@ def test_valid_class_edge_case():
 def test_cli_output_is_byte_identical_to_brute_force(tmp_path, capsys, ties):
     import random
 
-    from crosscheck.strategies import random_forest, random_instance
+    from rfcircuits.crosscheck.strategies import random_forest, random_instance
 
     for seed in range(8):
         rng = random.Random(seed)
         f = random_forest(rng, LIMITS)
         xs = [random_instance(rng, f) for _ in range(4)]
         (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
-        from core.forest import instance_to_json
+        from rfcircuits.forest import instance_to_json
 
         (tmp_path / "i.jsonl").write_text(
             "".join(json.dumps(instance_to_json(f, x)) + "\n" for x in xs))

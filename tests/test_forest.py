@@ -8,11 +8,11 @@ import random
 
 import pytest
 
-from core.errors import InputError
-from core.forest import (Feature, forest_from_json, instance_to_json, interval_names,
-                         load_forest, load_instances, parse_instance, save_forest)
-from crosscheck.spec_examples import SUSAN, SUSAN_FOREST
-from crosscheck.strategies import random_forest
+from rfcircuits.errors import InputError
+from rfcircuits.forest import (Feature, forest_from_json, instance_to_json, interval_names,
+                               load_forest, load_instances, parse_instance, save_forest)
+from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.crosscheck.strategies import random_forest
 
 
 def susan() -> dict:

@@ -1,4 +1,4 @@
-"""The packed machinery of core.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
+"""The packed machinery of rfcircuits.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
 antichains, prime implicates as maximal boxes of the falsified grid, and the general reasons
 through the pure-Python store's box check (the C store's is the default elsewhere)."""
 
@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import core.general as general
-from core import dgraph
-from core.explain import Explainer
-from core.general import Packing, close_by_resolution, maximal
-from crosscheck import spec_examples
-from crosscheck.brute import BruteForce
-from crosscheck.strategies import Limits, forest_and_instance
+import rfcircuits.general as general
+from rfcircuits import dgraph
+from rfcircuits.explain import Explainer
+from rfcircuits.general import Packing, close_by_resolution, maximal
+from rfcircuits.crosscheck import spec_examples
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
 
 FULL = (0b111, 0b1111, 0b11, 0b11111)
 

@@ -9,15 +9,15 @@ import signal
 
 import pytest
 
-from core.errors import InputError
-from core.explain import Explainer
-from core.forest import instance_to_json
-from crosscheck.cli import main
-from crosscheck.fuzz import make_case, run_case
-from crosscheck.harness import crosscheck
-from crosscheck.shrink import shrink
-from crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
-from crosscheck.strategies import Limits, random_forest, random_instance
+from rfcircuits.errors import InputError
+from rfcircuits.explain import Explainer
+from rfcircuits.forest import instance_to_json
+from rfcircuits.cli.main import main
+from rfcircuits.crosscheck.fuzz import make_case, run_case
+from rfcircuits.crosscheck.harness import crosscheck
+from rfcircuits.crosscheck.shrink import shrink
+from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
 
 ORIGINAL = Explainer.explain
 
@@ -53,8 +53,8 @@ def test_planted_explanation_errors_are_found(monkeypatch, change, field):
 
 
 def test_redirected_branch_in_a_circuit_file_is_found():
-    from core.dgcompile import compile_dg
-    from crosscheck.bdd import BddOracle
+    from rfcircuits.dgcompile import compile_dg
+    from rfcircuits.crosscheck.bdd import BddOracle
 
     f, _ = susan_case()
     comp = compile_dg(f, "first", "dg")
@@ -137,7 +137,7 @@ def test_same_seed_same_cases():
 
 
 def test_wrong_flip_worlds_are_found(monkeypatch):
-    import crosscheck.harness as harness
+    import rfcircuits.crosscheck.harness as harness
 
     real = harness.flips
     monkeypatch.setattr(harness, "flips", lambda x, clauses, full: list(real(x, clauses, full))[1:])
@@ -147,7 +147,7 @@ def test_wrong_flip_worlds_are_found(monkeypatch):
 
 
 def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
-    import crosscheck.harness as harness
+    import rfcircuits.crosscheck.harness as harness
 
     f, xs = next((f, xs) for seed in range(50) for f, xs in [make_case(11, seed, Limits())]
                  if len(f.classes) >= 3)
@@ -165,8 +165,8 @@ def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
 
 def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
     """A large forest's graphs are compiled once per crosscheck, not once per use."""
-    import core.explain
-    import crosscheck.harness as harness
+    import rfcircuits.explain
+    import rfcircuits.crosscheck.harness as harness
 
     f, xs = make_case(5, 3, Limits())
     real = harness.compile_dg
@@ -180,14 +180,14 @@ def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
         raise AssertionError("the explainer compiled the class formulas again")
 
     monkeypatch.setattr(harness, "compile_dg", counted)
-    monkeypatch.setattr(core.explain, "compile_dg", again)
+    monkeypatch.setattr(rfcircuits.explain, "compile_dg", again)
     report = crosscheck(f, xs, oracles=("brute",))
     assert report.ok, report.table()
     assert ordered.count(True) == 1
 
 
 def test_broken_graph_invariants_are_reported(monkeypatch):
-    from core.dgraph import DG
+    from rfcircuits.dgraph import DG
 
     def broken(self, roots):
         raise AssertionError("node 7: wrong ordered flag")
@@ -298,7 +298,7 @@ def test_jobs_give_the_serial_report(monkeypatch):
 
 
 def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt(monkeypatch):
-    import core.explain
+    import rfcircuits.explain
 
     f, xs = susan_case()
     serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False)
@@ -307,8 +307,8 @@ def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt(monkey
     assert sum(o.check == "explain" for o in parallel.outcomes) == 3
     # Stopped by the class-formula checks, the explainer is not compiled again to be shared.
     compiles = []
-    real = core.explain.compile_dg
-    monkeypatch.setattr(core.explain, "compile_dg",
+    real = rfcircuits.explain.compile_dg
+    monkeypatch.setattr(rfcircuits.explain, "compile_dg",
                         lambda *a, **k: compiles.append(1) or real(*a, **k))
     serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3)
     parallel = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, jobs=2)
@@ -348,7 +348,7 @@ def _hung(signum, frame):
 
 
 def test_a_worker_meeting_ctrl_c_interrupts_the_parent_instead_of_hanging():
-    from crosscheck.parallel import completed, pool
+    from rfcircuits.crosscheck.parallel import completed, pool
 
     # Without the hand-off, the parent would wait forever for the dead worker's result: an
     # alarm turns that hang into this test's failure.
@@ -364,10 +364,10 @@ def test_a_worker_meeting_ctrl_c_interrupts_the_parent_instead_of_hanging():
 
 
 def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
-    from crosscheck.sat import SatOracle
+    from rfcircuits.crosscheck.sat import SatOracle
 
     def robustness(self, x):
-        raise KeyboardInterrupt  # what crosscheck.sat raises for Ctrl-C inside PySAT
+        raise KeyboardInterrupt  # what rfcircuits.crosscheck.sat raises for Ctrl-C inside PySAT
 
     monkeypatch.setattr(SatOracle, "robustness", robustness)
     f, xs = susan_case()
@@ -377,7 +377,7 @@ def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
 
 
 def test_fuzz_stops_at_an_interrupted_report(monkeypatch, tmp_path):
-    import crosscheck.fuzz as fuzz
+    import rfcircuits.crosscheck.fuzz as fuzz
 
     real = fuzz.crosscheck
 
@@ -392,8 +392,8 @@ def test_fuzz_stops_at_an_interrupted_report(monkeypatch, tmp_path):
 
 
 def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
-    import crosscheck.harness as harness
-    from crosscheck.sat import SatOracle
+    import rfcircuits.crosscheck.harness as harness
+    from rfcircuits.crosscheck.sat import SatOracle
 
     f, xs = susan_case()
     small = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("sr", "nr"))
@@ -430,7 +430,7 @@ def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
 
 
 def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch):
-    import crosscheck.brute as brute
+    import rfcircuits.crosscheck.brute as brute
 
     f, xs = susan_case()
     assert brute.BruteForce(f).general_too_big() is None
@@ -451,10 +451,10 @@ def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch)
 
 @pytest.mark.parametrize("seed", range(8))
 def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
-    from core.classformula import compile_nnf
-    from core.dgcompile import compile_dg
-    from crosscheck.brute import BruteForce, WorldSet
-    from crosscheck.harness import circuit_worlds
+    from rfcircuits.classformula import compile_nnf
+    from rfcircuits.dgcompile import compile_dg
+    from rfcircuits.crosscheck.brute import BruteForce, WorldSet
+    from rfcircuits.crosscheck.harness import circuit_worlds
 
     f, _ = make_case(seed, 0, Limits())
     brute = BruteForce(f)
@@ -474,7 +474,7 @@ def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
 
 
 def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
-    import crosscheck.harness as harness
+    import rfcircuits.crosscheck.harness as harness
 
     real = harness.compile_nnf
 

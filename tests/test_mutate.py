@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import hashlib
 
-from crosscheck.mutate import ROOT, _mutated_source, judge, mutants, summary
+from rfcircuits.crosscheck.mutate import PACKAGE_DIRS, _mutated_source, judge, mutants, summary
 
 
 def tree_digest() -> str:
     h = hashlib.sha256()
-    for package in ("core", "crosscheck"):
-        for path in sorted((ROOT / package).glob("*.py")):
+    for folder in PACKAGE_DIRS.values():
+        for path in sorted(folder.glob("*.py")):
             h.update(path.read_bytes())
     return h.hexdigest()
 
 
 def test_operators_are_found_and_applied():
-    found = {m.operator for m in mutants("core/primes.py")} | \
-        {m.operator for m in mutants("core/robustness.py")}
+    found = {m.operator for m in mutants("rfcircuits/primes.py")} | \
+        {m.operator for m in mutants("rfcircuits/robustness.py")}
     assert {"binop", "cmp", "const", "delete", "not", "call"} <= found
-    for m in mutants("core/sortnet.py")[:40]:
+    for m in mutants("rfcircuits/sortnet.py")[:40]:
         original, mutated = _mutated_source(m)
         assert original != mutated, m.ident
 
@@ -27,7 +27,7 @@ def test_operators_are_found_and_applied():
 def test_a_breaking_mutant_is_killed_and_the_tree_is_untouched(tmp_path):
     before = tree_digest()
     # minimal(): "u & v == u" (u is a subset of v) turned into "!=" breaks every prime set.
-    target = next(m for m in mutants("core/primes.py")
+    target = next(m for m in mutants("rfcircuits/primes.py")
                   if m.operator == "cmp" and m.change == "== → !=")
     verdict = judge(target, budget=5, workdir=str(tmp_path))
     assert verdict.status == "killed", verdict
@@ -36,7 +36,7 @@ def test_a_breaking_mutant_is_killed_and_the_tree_is_untouched(tmp_path):
 
 
 def test_summary_counts():
-    from crosscheck.mutate import Verdict
+    from rfcircuits.crosscheck.mutate import Verdict
 
     data = summary([Verdict("a", "m", "cmp", "killed"), Verdict("b", "m", "cmp", "survived"),
                     Verdict("c", "m", "const", "equivalent")])
@@ -45,19 +45,19 @@ def test_summary_counts():
 
 
 def test_type_annotations_are_not_mutated():
-    from crosscheck.mutate import ROOT, mutants
+    from rfcircuits.crosscheck.mutate import locate, mutants
 
     # ``progress: Callable[[int, int], None] | None`` is an annotation, not code.
-    lines = (ROOT / "core/classformula.py").read_text(encoding="utf-8").splitlines()
+    lines = locate("rfcircuits/classformula.py").read_text(encoding="utf-8").splitlines()
     annotated = [i for i, text in enumerate(lines, start=1) if "progress: Callable" in text]
     assert annotated
-    assert not [m.ident for m in mutants("core/classformula.py") if m.line in annotated]
+    assert not [m.ident for m in mutants("rfcircuits/classformula.py") if m.line in annotated]
 
 
 def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
     # Mutants are made from a copy taken when the campaign starts, so editing the working
     # tree during a long campaign cannot shift the sample or the code a mutant lands in.
-    from crosscheck import mutate
+    from rfcircuits.crosscheck import mutate
 
     seen = []
 
@@ -66,16 +66,16 @@ def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
         return mutate.Verdict(m.ident, m.module, m.operator, "killed")
 
     monkeypatch.setattr(mutate, "judge", fake_judge)
-    verdicts = mutate.campaign(["core/robustness.py"], 3, 1.0, 1, 0)
+    verdicts = mutate.campaign(["rfcircuits/robustness.py"], 3, 1.0, 1, 0)
     assert len(verdicts) == len(seen) == 3
-    text = (ROOT / "core/robustness.py").read_text(encoding="utf-8")
-    assert all(source != ROOT and copy == text for source, copy in seen)
+    text = mutate.locate("rfcircuits/robustness.py").read_text(encoding="utf-8")
+    assert all(source is not None and copy == text for source, copy in seen)
 
 
 def test_every_listed_equivalent_mutant_exists():
     # An id left behind when its module changes would silently stop excusing anything (or,
     # worse, excuse a different mutant that moved onto its line).
-    from crosscheck.mutate import DEFAULT_MODULES, equivalent_mutants
+    from rfcircuits.crosscheck.mutate import DEFAULT_MODULES, equivalent_mutants
 
     ids = {m.ident for module in DEFAULT_MODULES for m in mutants(module)}
     assert sorted(set(equivalent_mutants()) - ids) == []

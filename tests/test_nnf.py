@@ -7,8 +7,8 @@ import json
 import networkx as nx
 import pytest
 
-from core.forest import Feature
-from core.nnf import AND, FALSE, TRUE, NNF
+from rfcircuits.forest import Feature
+from rfcircuits.nnf import AND, FALSE, TRUE, NNF
 
 FEATURES = [Feature.categorical("X", ["a", "b", "c"]), Feature.categorical("Y", ["p", "q"])]
 
@@ -51,8 +51,8 @@ def test_invariant_checker_catches_corruption():
 
 
 def test_exports():
-    from core.forest import forest_from_json
-    from crosscheck.spec_examples import SUSAN_FOREST
+    from rfcircuits.forest import forest_from_json
+    from rfcircuits.crosscheck.spec_examples import SUSAN_FOREST
 
     forest = forest_from_json(SUSAN_FOREST)
     m = NNF(forest.features)

@@ -1,4 +1,4 @@
-"""Minimal hitting sets and minimal families (core.primes) against their definitions."""
+"""Minimal hitting sets and minimal families (rfcircuits.primes) against their definitions."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import primes
-from core.primes import hitting_sets, minimal
+from rfcircuits import primes
+from rfcircuits.primes import hitting_sets, minimal
 
 WIDTH = 7
 families = st.lists(st.integers(0, (1 << WIDTH) - 1), max_size=12)

@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import dgraph
-from core.dgcompile import compile_dg
-from core.explain import NR_METHODS, Explainer
-from core.forest import Feature
-from core.projections import MAX_FEATURES, Projections, TooLarge
-from core.sklearn_import import forest_from_sklearn, instances_from_values
-from crosscheck.brute import BruteForce
-from crosscheck.strategies import Limits, forest_and_instance, random_forest
+from rfcircuits import dgraph
+from rfcircuits.dgcompile import compile_dg
+from rfcircuits.explain import NR_METHODS, Explainer
+from rfcircuits.forest import Feature
+from rfcircuits.projections import MAX_FEATURES, Projections, TooLarge
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.strategies import Limits, forest_and_instance, random_forest
 from sklearn.ensemble import RandomForestClassifier
 
 BACKENDS = sorted(dgraph.STORES)
@@ -120,7 +120,7 @@ def test_projection_limits():
 
 def test_auto_falls_back_to_the_search_past_the_cap(monkeypatch):
     # A cap below what the projections need: "auto" searches, "project" insists.
-    import core.explain as explain
+    import rfcircuits.explain as explain
 
     f = iris_forest()
     monkeypatch.setattr(explain, "PROJECTION_FACTOR", 0)

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-import crosscheck.adapters.pyxai as adapter
-from core.forest import forest_from_json
-from crosscheck.cli import main
-from crosscheck.verify import verify
+import rfcircuits.crosscheck.adapters.pyxai as adapter
+from rfcircuits.forest import forest_from_json
+from rfcircuits.cli.main import main
+from rfcircuits.crosscheck.verify import verify
 
 FOREST = {
     "format": "rfcircuits.forest/1",

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.errors import InputError
-from core.explanation import Explanation
-from core.forest import Branching, Feature, Forest, Leaf, Tree
-from core.terms import simple
-from crosscheck import sat
-from crosscheck import spec_examples as ex
-from crosscheck.brute import BruteForce
-from crosscheck.sat import ENCODINGS, SatOracle
-from crosscheck.strategies import Limits, forest_and_instance, random_forest, random_instance
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import Explanation
+from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree
+from rfcircuits.terms import simple
+from rfcircuits.crosscheck import sat
+from rfcircuits.crosscheck import spec_examples as ex
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.sat import ENCODINGS, SatOracle
+from rfcircuits.crosscheck.strategies import Limits, forest_and_instance, random_forest, random_instance
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 PROPERTY = settings(max_examples=60, deadline=None,
@@ -238,7 +238,7 @@ def test_sklearn_forest_matches_brute():
     from sklearn.datasets import load_iris
     from sklearn.ensemble import RandomForestClassifier
 
-    from core.sklearn_import import forest_from_sklearn, instances_from_values
+    from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 
     data, target = load_iris(return_X_y=True)
     model = RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0).fit(data, target)

@@ -8,8 +8,8 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from core.errors import InputError
-from core.sklearn_import import forest_from_sklearn, instances_from_values
+from rfcircuits.errors import InputError
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 
 
 @pytest.mark.parametrize("loader", [load_iris, load_wine, load_breast_cancer])

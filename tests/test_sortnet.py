@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from core.sortnet import evaluate, network
+from rfcircuits.sortnet import evaluate, network
 
 
 def bool_or(a: bool, b: bool) -> bool:

@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from core import dgraph
-from core.apply import Apply
-from core.classformula import Ops
-from core.dgraph import DG, FALSE, TRUE
-from core.forest import Feature
-from core.totalizer import counts
+from rfcircuits import dgraph
+from rfcircuits.apply import Apply
+from rfcircuits.classformula import Ops
+from rfcircuits.dgraph import DG, FALSE, TRUE
+from rfcircuits.forest import Feature
+from rfcircuits.totalizer import counts
 
 BACKENDS = sorted(dgraph.STORES)
 

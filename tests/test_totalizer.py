@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.classformula import Ops
-from core.sortnet import evaluate, network
-from core.totalizer import counts
+from rfcircuits.classformula import Ops
+from rfcircuits.sortnet import evaluate, network
+from rfcircuits.totalizer import counts
 
 #: Sets of assignments as bitmasks (bit-parallel 0-1 principle, as in test_sortnet).
 BITS = Ops(lambda a, b: a | b, lambda a, b: a & b, 0)

@@ -1,15 +1,15 @@
 """PyXAI adapter: PyXAI's reasons on a scikit-learn forest, graded by ``verify`` (issue 6).
 
 ``rfcircuits verify-pyxai --dataset iris|wine|breast-cancer`` trains a scikit-learn
-``RandomForestClassifier`` on a dataset bundled with scikit-learn (:func:`core.train.
+``RandomForestClassifier`` on a dataset bundled with scikit-learn (:func:`rfcircuits.datasets.
 train_forest`), imports it into our forest model (every threshold a tree uses cuts its
 feature's states, SPEC §1), runs PyXAI on K rows drawn from the whole dataset with the seed,
-and grades every reason PyXAI returns with :func:`crosscheck.verify.verify` (tie policy
+and grades every reason PyXAI returns with :func:`rfcircuits.crosscheck.verify.verify` (tie policy
 ``first``), by the SAT oracle alone (:data:`GRADED`): PyXAI returns one reason per call, so
 completeness is not asked.
 
 **PyXAI is optional.** Nothing here imports it: it runs in a worker subprocess
-(``python -m crosscheck.adapters.pyxai WORKDIR``), because ``import pyxai`` parses
+(``python -m rfcircuits.crosscheck.adapters.pyxai WORKDIR``), because ``import pyxai`` parses
 ``sys.argv`` and pulls in shap and matplotlib, ``minimal_sufficient_reason`` ignores its time
 limit inside C code (the worker's process group is killed when a call overruns ``--timeout``
 and a fresh worker takes the next call), and its external solvers leave files in ``./tmp`` and
@@ -70,13 +70,13 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import InputError
-from core.forest import Forest, Instance, instance_to_json, mask_states, parse_instance
-from core.sklearn_import import instances_from_values
-from core.terms import Term
-from core.train import Dataset, train_forest
-from crosscheck.sat import SatOracle
-from crosscheck.verify import VerifyReport, interval_mask, verify
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states, parse_instance
+from rfcircuits.sklearn_import import instances_from_values
+from rfcircuits.terms import Term
+from rfcircuits.datasets import Dataset, train_forest
+from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.verify import VerifyReport, interval_mask, verify
 
 #: PyXAI explainer methods run, with the SPEC §5 field each is graded as (module docstring).
 KINDS = {
@@ -116,7 +116,7 @@ def pyxai_version() -> str | None:
 
 
 def load_dataset(name: str) -> Dataset:
-    """A dataset bundled with scikit-learn, as :class:`core.train.Dataset`."""
+    """A dataset bundled with scikit-learn, as :class:`rfcircuits.datasets.Dataset`."""
     from sklearn import datasets
 
     loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine,
@@ -269,7 +269,7 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.stderr = open(os.path.join(workdir, "worker.err"), "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crosscheck.adapters.pyxai", workdir], cwd=workdir, env=env,
+            [sys.executable, "-m", "rfcircuits.crosscheck.adapters.pyxai", workdir], cwd=workdir, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             start_new_session=True)
         self.buffer = b""

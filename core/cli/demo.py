@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 
-from core.classformula import compile_nnf
-from core.explain import Explainer
-from core.forest import Forest, Instance
-from core.robustness import flips
-from core.terms import literal_text, term_text
-from core.train import Dataset, train_forest
+from rfcircuits.classformula import compile_nnf
+from rfcircuits.explain import Explainer
+from rfcircuits.forest import Forest, Instance
+from rfcircuits.robustness import flips
+from rfcircuits.terms import literal_text, term_text
+from rfcircuits.datasets import Dataset, train_forest
 
 TREES, DEPTH, SEED, SHOWN = 25, 3, 0, 3
 

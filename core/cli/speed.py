@@ -1,6 +1,6 @@
 """``rfcircuits bench oracles``: the native engine's speed beside the SAT oracle's, one run.
 
-For each Table 3 configuration (dataset, #trees, depth 4, seed; see ``core.bench``), both
+For each Table 3 configuration (dataset, #trees, depth 4, seed; see ``rfcircuits.cli.bench``), both
 engines explain the same test instances: robustness, and enumeration of all SRs. Native times
 are per instance *after* compiling the class formulas (compile time reported apart), SAT times
 per instance after building its CNF; answers are compared too, and the ratios SAT/native are
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from core import paper
-from core.bench import Table, configurations, stopped
-from core.errors import BudgetExceeded
-from core.explain import Explainer
-from crosscheck.sat import SatOracle
+from rfcircuits.cli import paper
+from rfcircuits.cli.bench import Table, configurations, stopped
+from rfcircuits.errors import BudgetExceeded
+from rfcircuits.explain import Explainer
+from rfcircuits.crosscheck.sat import SatOracle
 
 INSTANCES = 20
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import InputError
-from core.forest import Forest, Instance
-from core.sklearn_import import forest_from_sklearn, instances_from_values
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 
 TEST_FRACTION = 0.15
 

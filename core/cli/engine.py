@@ -3,7 +3,7 @@
 :func:`add_commands` registers them on an argparse sub-parser; :func:`run` executes a parsed
 command with the CLI's error policy: bad input → one message on stderr and exit 2, never a
 traceback; Ctrl-C → exit 130 after finished results were written. The console script lives
-in :mod:`crosscheck.cli`, which adds the oracle commands.
+in :mod:`rfcircuits.cli.main`, which adds the oracle commands.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import contextlib
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from core.atomicio import atomic_open, write_json
-from core.errors import BudgetExceeded, InputError
-from core.forest import TIES, load_forest, save_forest
-from core.progress import Progress
+from rfcircuits.atomicio import atomic_open, write_json
+from rfcircuits.errors import BudgetExceeded, InputError
+from rfcircuits.forest import TIES, load_forest, save_forest
+from rfcircuits.formats import circuit_stem
+from rfcircuits.progress import Progress
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -84,7 +84,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
 
 
 def add_counter(p: argparse.ArgumentParser) -> None:
-    """``--counter``: how decision-graph compiles count votes (:mod:`core.dgcompile`)."""
+    """``--counter``: how decision-graph compiles count votes (:mod:`rfcircuits.dgcompile`)."""
     p.add_argument("--counter", choices=("topdown", "totalizer", "oddeven"), default="topdown",
                    help="dg forms: count votes by top-down expansion (default), a totalizer or "
                         "the paper's odd-even network (same graphs; the networks are slower "
@@ -150,8 +150,8 @@ def _drop_stdout() -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from core.forest import instance_to_json
-    from core.train import load_csv, train_forest
+    from rfcircuits.forest import instance_to_json
+    from rfcircuits.datasets import load_csv, train_forest
 
     data = load_csv(args.data, args.target)
     trained = train_forest(data, args.trees, args.depth, args.seed)
@@ -169,24 +169,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def safe_name(index: int, name: str) -> str:
-    """A file-name stem for class ``index`` (names may hold any character)."""
-    return f"R{index}-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)[:60]}"
-
-
 def cmd_compile(args: argparse.Namespace) -> int:
     """``rfcircuits compile --form nnf|dg-conj|dg`` (SPEC §6): per-class sizes and seconds as
     JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class."""
     forest = load_forest(args.forest)
     if args.form == "nnf":
-        from core.classformula import compile_nnf
+        from rfcircuits.classformula import compile_nnf
 
         with Progress("networks", enabled=not args.no_progress) as progress:
             comp = compile_nnf(forest, args.ties, progress=progress)
         manager, suffix = comp.nnf, ".nnf"
         dot = lambda c: comp.nnf.to_dot([comp.roots[c]])  # noqa: E731
     else:
-        from core.dgcompile import compile_dg
+        from rfcircuits.dgcompile import compile_dg
 
         with Progress("pair networks", enabled=not args.no_progress) as progress:
             comp = compile_dg(forest, args.ties, args.form, max_nodes=max_nodes(args),
@@ -202,7 +197,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     }
     if args.out:
         for c, name in enumerate(forest.classes):
-            path = os.path.join(args.out, safe_name(c, name) + suffix + ".json")
+            path = os.path.join(args.out, circuit_stem(c, name) + suffix + ".json")
             write_json(path, manager.to_json(comp.roots[c], forest, name, args.ties))
             if args.dot:
                 with atomic_open(path[:-len(".json")] + ".dot") as handle:
@@ -220,8 +215,8 @@ def add_max_nodes(p: argparse.ArgumentParser) -> None:
 
 def max_nodes(args: argparse.Namespace) -> int | None:
     """The node budget ``--max-nodes`` asks for: by default what the machine's memory holds
-    (:func:`core.budget.default_max_nodes`), 0 for none."""
-    from core.budget import default_max_nodes
+    (:func:`rfcircuits.budget.default_max_nodes`), 0 for none."""
+    from rfcircuits.budget import default_max_nodes
 
     if args.max_nodes is None:
         return default_max_nodes()
@@ -232,9 +227,9 @@ def max_nodes(args: argparse.Namespace) -> int | None:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """Explanations in canonical JSON Lines, flushed per instance (SPEC §5, §6)."""
-    from core.explain import Explainer
-    from core.explanation import parse_what
-    from core.forest import load_instances
+    from rfcircuits.explain import Explainer
+    from rfcircuits.explanation import parse_what
+    from rfcircuits.forest import load_instances
 
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
@@ -252,7 +247,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from core.demo import run_demo
+    from rfcircuits.cli.demo import run_demo
 
     return run_demo()
 
@@ -263,7 +258,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     args.node_budget = max_nodes(args)
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
-    from core.bench import run_bench
+    from rfcircuits.cli.bench import run_bench
 
     return run_bench(args)
 

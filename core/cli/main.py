@@ -1,6 +1,6 @@
 """The ``rfcircuits`` console script: the native engine's commands plus the oracles' ones.
 
-Native commands (train, compile, explain, demo, bench) come from :mod:`core.cli`; this layer
+Native commands (train, compile, explain, demo, bench) come from :mod:`rfcircuits.cli.engine`; this layer
 adds the commands that need the oracles (crosscheck, fuzz, verify, corpus, mutate). It lives
 in ``crosscheck`` because ``core`` never imports ``crosscheck``.
 """
@@ -13,13 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from core import __version__
-from core.cli import add_commands, add_max_nodes, max_nodes, positive_int, positive_seconds, run
-from core.errors import InputError
-from core.explanation import ALL_WHAT, parse_what
-from core.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
+from rfcircuits import __version__
+from rfcircuits.cli.engine import add_commands, add_max_nodes, max_nodes, positive_int, positive_seconds, run
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, parse_what
+from rfcircuits.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
     parse_instance
-from core.progress import Progress
+from rfcircuits.progress import Progress
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _mutate(args: argparse.Namespace) -> int:
-    from crosscheck.mutate import cmd_mutate
+    from rfcircuits.crosscheck.mutate import cmd_mutate
 
     return cmd_mutate(args)
 
@@ -135,7 +135,7 @@ ORACLE_NAMES = ("brute", "bdd", "sat")
 
 
 def _bench_oracles(args: argparse.Namespace) -> int:
-    from crosscheck.speed import bench_oracles
+    from rfcircuits.cli.speed import bench_oracles
 
     return bench_oracles(args)
 
@@ -152,9 +152,9 @@ def _oracles(text: str) -> tuple[str, ...]:
 def cmd_crosscheck(args: argparse.Namespace) -> int:
     """Check × engine table; exit 1 and a repro file on any disagreement (SPEC §6); Ctrl-C
     prints the table of the finished instances (exit 130)."""
-    from core.atomicio import write_json
-    from crosscheck.fuzz import repro
-    from crosscheck.harness import crosscheck
+    from rfcircuits.atomicio import write_json
+    from rfcircuits.crosscheck.fuzz import repro
+    from rfcircuits.crosscheck.harness import crosscheck
 
     if args.replay:
         doc = load_json_file(args.replay)
@@ -205,8 +205,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from crosscheck.fuzz import fuzz, summary_json, summary_text
-    from crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.fuzz import fuzz, summary_json, summary_text
+    from rfcircuits.crosscheck.strategies import Limits
 
     for name in ("max_features", "max_states", "max_trees", "max_classes", "max_depth"):
         if getattr(args, name) < 1:
@@ -224,7 +224,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     """Grade an explanations file (issue 6): exit 0 correct and complete, 1 some item wrong or
     missing, 2 malformed input."""
-    from crosscheck.verify import GNR_LIMIT, WHAT_OF, read_lines, verify
+    from rfcircuits.crosscheck.verify import GNR_LIMIT, WHAT_OF, read_lines, verify
 
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
@@ -242,14 +242,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 def cmd_verify_pyxai(args: argparse.Namespace) -> int:
     """PyXAI's reasons on a scikit-learn forest, graded by ``verify`` (issue 6)."""
-    from crosscheck.adapters.pyxai import run_verify_pyxai
+    from rfcircuits.crosscheck.adapters.pyxai import run_verify_pyxai
 
     return run_verify_pyxai(args)
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
     """``corpus build`` / ``corpus check`` (issue 6): exit 1 on a disagreement or mismatch."""
-    from crosscheck.corpus import build, check
+    from rfcircuits.crosscheck.corpus import build, check
 
     if args.corpus_command == "build":
         summary = build(args.out, args.jobs, progress=not args.no_progress,
@@ -266,6 +266,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return run(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

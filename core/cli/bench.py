@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from core import paper
-from core.errors import BudgetExceeded, InputError
-from core.progress import Progress
-from core.train import Trained, load_csv, train_forest
+from rfcircuits.cli import paper
+from rfcircuits.errors import BudgetExceeded, InputError
+from rfcircuits.progress import Progress
+from rfcircuits.datasets import Trained, load_csv, train_forest
 
 T = TypeVar("T")
 DEPTH = 4
@@ -131,8 +131,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def bench_dg(args: argparse.Namespace) -> int:
     """Table 2 (Alg. 3 vs 3B per class) or, with ``--form dg``, Table 4 (3A vs 3B)."""
-    from core.classformula import compile_nnf
-    from core.dgcompile import compile_dg
+    from rfcircuits.classformula import compile_nnf
+    from rfcircuits.dgcompile import compile_dg
 
     table4 = args.form == "dg"
     ref_table = paper.TABLE4 if table4 else paper.TABLE2
@@ -186,7 +186,7 @@ def bench_dg(args: argparse.Namespace) -> int:
 
 def bench_nnf(args: argparse.Namespace) -> int:
     """Table 1 (NNF, Alg. 3), or the scaling run with ``--trees``."""
-    from core.classformula import compile_nnf
+    from rfcircuits.classformula import compile_nnf
 
     table = Table([("dataset", "dataset", 13), ("f", "#F", 3), ("c", "#C", 3), ("t", "#T", 5),
                    ("n_rf", "#N_RF", 6), ("a", "%A", 6), ("n_nnf", "#N_NNF", 8),
@@ -254,7 +254,7 @@ def bench_explain(args: argparse.Namespace) -> int:
     only (the slow method on large graphs, where it would dominate the run). Each
     explanation is timed with the garbage collector off (:func:`_no_gc`), the objects alive
     before it frozen (:func:`_frozen`)."""
-    from core.explain import Explainer, Timings
+    from rfcircuits.explain import Explainer, Timings
 
     table3 = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
                     ("a", "%A", 6), ("t_compile", "T_comp", 7), ("t_cr", "T_CR", 7),

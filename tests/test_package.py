@@ -1,0 +1,84 @@
+"""The installed package: one top-level name, and layers that import only downwards.
+
+Layers: the library ``rfcircuits`` (model, compile, explain) < the oracles
+``rfcircuits.crosscheck`` < the command line ``rfcircuits.cli``. The library never imports the
+oracles or the command line; the oracles never import the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+from importlib import metadata
+from pathlib import Path
+
+import rfcircuits
+import rfcircuits.cli
+import rfcircuits.crosscheck
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the installed package by dotted name (the library's folder and the
+    oracles' folder are separate in the repository, nested in a wheel)."""
+    roots = {"rfcircuits": Path(rfcircuits.__file__).parent,
+             "rfcircuits.crosscheck": Path(rfcircuits.crosscheck.__file__).parent}
+    out = {}
+    for package, root in roots.items():
+        for path in root.rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            if package == "rfcircuits" and parts[0] == "crosscheck":
+                continue  # a wheel nests the oracles in the library's folder
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            out[name] = path
+    return out
+
+
+def imported(path: Path, name: str) -> set[str]:
+    """Every module a file imports, anywhere in it (function-level imports too)."""
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def layer(name: str) -> int:
+    if name == "rfcircuits.cli" or name.startswith("rfcircuits.cli."):
+        return 2
+    if name == "rfcircuits.crosscheck" or name.startswith("rfcircuits.crosscheck."):
+        return 1
+    return 0 if name.startswith("rfcircuits") else -1
+
+
+def test_layers_import_only_downwards():
+    found = modules()
+    assert "rfcircuits.explain" in found and "rfcircuits.crosscheck.sat" in found \
+        and "rfcircuits.cli.main" in found
+    wrong = []
+    for name, path in sorted(found.items()):
+        if name == "rfcircuits.__main__":  # ``python -m rfcircuits`` starts the command line
+            continue
+        for target in imported(path, name):
+            if layer(target) > layer(name):
+                wrong.append(f"{name} imports {target}")
+    assert not wrong
+
+
+def test_one_top_level_package_is_installed():
+    # the installed distribution's RECORD (a source tree's egg-info, which pytest may also
+    # find, lists the repository's files instead)
+    records = [d.read_text("RECORD") for d in metadata.distributions(name="rfcircuits")]
+    records = [r for r in records if r]
+    assert records
+    for record in records:
+        files = [line.split(",")[0] for line in record.splitlines() if line]
+        tops = {f.split("/")[0] for f in files if "/" in f and ".dist-info/" not in f
+                and not f.startswith(("..", "__pycache__/"))}
+        assert tops <= {"rfcircuits"}, tops
