@@ -8,6 +8,7 @@ store in use.
 """
 
 import sys
+import warnings
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -16,10 +17,11 @@ from setuptools.errors import CCompilerError, ExecError, PlatformError
 NOTICE = """
 ==========================================================================================
 rfcircuits: the C extension could not be built ({error}).
-rfcircuits is installed with its pure-Python decision-graph store: every answer is the same,
-but compiling large forests is 10-50x slower. To get the C store, install a C compiler and the
-Python headers (Debian/Ubuntu: apt install gcc python3-dev; macOS: xcode-select --install),
-then reinstall: pip install --force-reinstall --no-deps --no-cache-dir rfcircuits
+rfcircuits is installed with its pure-Python decision-graph store: every answer is the same, but
+compiling large forests takes 20 times as long or more. To get the C store, install a C
+compiler and the Python headers (Debian/Ubuntu: apt install gcc python3-dev; macOS:
+xcode-select --install), then run the same pip install again with --force-reinstall --no-deps
+--no-cache-dir.
 ==========================================================================================
 """
 
@@ -30,7 +32,7 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except (CCompilerError, ExecError, PlatformError, OSError) as exc:
+        except (CCompilerError, ExecError, PlatformError, OSError) as exc:  # no compiler at all
             self._notice(exc)
 
     def build_extension(self, ext: Extension) -> None:
@@ -39,10 +41,21 @@ class OptionalBuildExt(build_ext):
         except (CCompilerError, ExecError, PlatformError, OSError) as exc:
             self._notice(exc)
 
-    @staticmethod
-    def _notice(exc: Exception) -> None:
-        error = " ".join(str(exc).split()) or type(exc).__name__
-        print(NOTICE.format(error=error), file=sys.stderr, flush=True)
+    def _notice(self, exc: Exception) -> None:
+        """Say it once where the user sees it. pip shows a build's output only on failure or
+        with ``-v``, so the notice goes to the terminal when there is one; otherwise it is a
+        warning, which recent pip versions relay from the build (older ones with ``-v``)."""
+        if isinstance(exc, CCompilerError):  # its text is the whole command line
+            compiler = getattr(self.compiler, "compiler_so", None) or ["the C compiler"]
+            reason = f"the C compiler {compiler[0]!r} failed on core/_dgstore.c"
+        else:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+        text = NOTICE.format(error=reason)
+        try:
+            with open("/dev/tty", "w", encoding="utf-8") as tty:
+                tty.write(text)
+        except OSError:
+            warnings.warn(text, stacklevel=1)
 
 
 # -O2 after the interpreter's CFLAGS (often -O3): the NR search was measured faster at -O2

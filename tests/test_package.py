@@ -8,8 +8,15 @@ oracles or the command line; the oracles never import the command line.
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
+
+import pytest
 
 import rfcircuits
 import rfcircuits.cli
@@ -82,3 +89,51 @@ def test_one_top_level_package_is_installed():
         tops = {f.split("/")[0] for f in files if "/" in f and ".dist-info/" not in f
                 and not f.startswith(("..", "__pycache__/"))}
         assert tops <= {"rfcircuits"}, tops
+
+
+SOURCE = Path(__file__).resolve().parent.parent
+NOTICE = "rfcircuits: the C extension could not be built"
+
+
+def build_wheel(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
+                                                              list[str]]:
+    """``pip wheel`` of a copy of the source tree (pip builds in the tree it is given), with no
+    controlling terminal (so the notice takes the path that pip relays), and the wheel's
+    file names."""
+    tree = tmp_path / "src"
+    tree.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md"):
+        shutil.copy(SOURCE / name, tree / name)
+    for name in ("core", "crosscheck"):
+        shutil.copytree(SOURCE / name, tree / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps",
+                           "--no-build-isolation", "-w", str(tmp_path / "dist"), str(tree)],
+                          capture_output=True, text=True, env={**os.environ, **env},
+                          start_new_session=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("rfcircuits-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return done, archive.namelist()
+
+
+needs_source = pytest.mark.skipif(not (SOURCE / "setup.py").is_file(),
+                                  reason="needs the source tree")
+
+
+@needs_source
+def test_wheel_holds_the_c_extension_and_one_package(tmp_path):
+    done, names = build_wheel(tmp_path, {})
+    assert any(n.startswith("rfcircuits/_dgstore.") and n.endswith((".so", ".pyd"))
+               for n in names)
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"rfcircuits"}
+    assert not any(n.endswith(".c") for n in names)
+    assert NOTICE not in done.stdout + done.stderr
+
+
+@needs_source
+def test_wheel_without_a_compiler_says_so_once(tmp_path):
+    done, names = build_wheel(tmp_path, {"CC": "false"})
+    assert (done.stdout + done.stderr).count(NOTICE) == 1
+    assert not any("_dgstore." in n for n in names)
+    assert "rfcircuits/explain.py" in names and "rfcircuits/crosscheck/sat.py" in names

@@ -22,11 +22,32 @@ from rfcircuits.forest import TIES, forest_from_json, load_forest, load_instance
 from rfcircuits.progress import Progress
 
 
+class _Version(argparse.Action):
+    """``--version``: the version and the decision-graph store in use, unwrapped."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from rfcircuits.dgraph import BACKEND
+
+        if BACKEND == "c":
+            store = "C extension"
+        elif os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
+            store = "pure Python, as RFCIRCUITS_PURE_PYTHON=1 asks"
+        else:
+            store = "pure Python: the C extension was not built at install, see the README"
+        print(f"rfcircuits {__version__} (decision-graph store: {store})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rfcircuits",
         description="Random forests as circuits, formal explanations, independent oracles.")
-    parser.add_argument("--version", action="version", version=f"rfcircuits {__version__}")
+    parser.add_argument("--version", action=_Version,
+                        help="show the version and the decision-graph store in use, and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     add_commands(sub, bench_extra={"oracles": _bench_oracles})
 
