@@ -3,8 +3,8 @@
 :class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
 (each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
 general reasons, and for contrastive explanations Alg. 3A (the conjunction folded into one
-graph with Apply, then negated). :meth:`Explainer.explain` is stateless between calls and
-returns an immutable :class:`rfcircuits.explanation.Explanation`:
+graph with Apply, then negated). :meth:`Explainer.explain_states` is stateless between calls
+and returns an immutable :class:`rfcircuits.explanation.Explanation`:
 
 - CR and GR by the closed forms (:mod:`rfcircuits.reasons`), as NNF in a per-call manager;
 - NRs: prime implicates of CR, read off the graph as its minimal deviation sets, without
@@ -58,7 +58,7 @@ PROJECTION_SLACK = 65536
 
 @dataclass
 class Timings:
-    """Seconds spent per stage of the last :meth:`Explainer.explain` call that asked for them."""
+    """Seconds spent per stage of the :meth:`Explainer.explain_states` calls given them."""
 
     reasons: float = 0.0
     sr: float = 0.0
@@ -160,7 +160,7 @@ class Explainer:
         return self.compiled.dg.min_deviations(roots, x)
 
     def compile(self, negated: bool = False) -> None:
-        """Compile now what :meth:`explain` would compile on first use: the class formulas
+        """Compile now what :meth:`explain_states` would compile on first use: the class formulas
         and, with ``negated``, every ``¬R^t`` graph that CEs search (so a benchmark times
         compiling apart, and forked workers share the graphs)."""
         self.compiled  # the property compiles on first use
@@ -180,9 +180,10 @@ class Explainer:
             self._prepare([self._negated[t]])
         return self._negated[t]
 
-    def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,
-                timings: Timings | None = None, sr_method: str | None = None,
-                robust_method: str | None = None, nr_method: str | None = None) -> Explanation:
+    def explain_states(self, x: Instance, what: Sequence[str] = ALL_WHAT,
+                       timings: Timings | None = None, sr_method: str | None = None,
+                       robust_method: str | None = None,
+                       nr_method: str | None = None) -> Explanation:
         """Every requested field of SPEC §5 for instance ``x`` (state indices).
 
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and

@@ -36,7 +36,7 @@ def _listing(forest: Forest, items: tuple, joiner: str) -> str:
 
 def _show(forest: Forest, explainer: Explainer, x: Instance, number: int) -> None:
     start = time.perf_counter()
-    e = explainer.explain(x)
+    e = explainer.explain_states(x)
     took = time.perf_counter() - start
     names = forest.classes
     print(f"\nInstance {number}: " + ", ".join(
