@@ -134,6 +134,8 @@ class Explanation:
                              "robustness: none (no change of features flips the decision)")
             elif key == "ce":
                 lines.append(TEXT_HEADINGS[key] + ":")
+                if not value:
+                    lines.append("  (none: the instance is in every class)")
                 for t, clauses in value:
                     lines.append(f"  to {f.classes[t]}:")
                     lines.extend(_listing(f, clauses, " ∨ ", limit, "    "))
@@ -141,11 +143,11 @@ class Explanation:
                 lines.append(TEXT_HEADINGS[key] + ":")
                 lines.extend(_listing(f, value, " ∨ " if key in CLAUSE_KEYS else " ∧ ", limit))
                 if key == "flips" and value:
-                    lines.append("  e.g. " + self.flip_example())
+                    lines.append("  e.g. " + self._flip_example())
         return "\n".join(lines)
 
-    def flip_example(self) -> str:
-        """One of the shortest flips in words: ``set petal_length > 4.75 → virginica``."""
+    def _flip_example(self) -> str:
+        """One of the shortest flips in words: ``set 4.75 < petal_length → virginica``."""
         f = self.forest
         world = next(flips(self.instance, self.shortest_flips, [ft.full for ft in f.features]))
         changed = [literal_text(f, (i, 1 << s)) for i, s in enumerate(world)
@@ -183,8 +185,8 @@ TEXT_HEADINGS = {
     "flips": "shortest flips (every change of the fewest features that flips the decision "
              "violates one)",
 }
-#: The keys whose items are clauses (the others' are terms).
-CLAUSE_KEYS = ("nr", "gnr", "ce", "flips")
+#: The list fields whose items are clauses (the others' are terms; the CEs' too are clauses).
+CLAUSE_KEYS = ("nr", "gnr", "flips")
 
 
 def _state_text(forest: Forest, feature: int, state: int) -> str:
@@ -197,7 +199,9 @@ def _state_text(forest: Forest, feature: int, state: int) -> str:
 def _listing(forest: Forest, items: Sequence[Term], joiner: str, limit: int | None,
              indent: str = "  ") -> list[str]:
     shown = items if limit is None else items[:limit]
-    lines = [indent + term_text(forest, t, joiner) for t in shown] or [indent + "(none)"]
+    texts = [term_text(forest, t, joiner) for t in shown]
+    lines = [indent + (t if t != "true" else "true (whatever the features)") for t in texts]
+    lines = lines or [indent + "(none)"]
     if len(items) > len(shown):
         lines.append(f"{indent}… and {len(items) - len(shown)} more (to_text(limit=None) "
                      "shows all)")

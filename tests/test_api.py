@@ -393,3 +393,19 @@ def test_a_feature_no_tree_tests_is_shown_as_untested():
     model = DecisionTreeClassifier(max_depth=1, random_state=0).fit(IRIS.data, IRIS.target)
     e = Explainer(rfcircuits.from_sklearn(model, NAMES)).explain(IRIS.data[0], ["sr"])
     assert "sepal_length (untested)" in str(e).splitlines()[0]
+
+
+def test_text_of_a_decision_no_change_flips_and_of_a_tie():
+    doc = {"format": "rfcircuits.forest/1", "classes": ["a", "b"],
+           "features": [{"name": "x", "states": ["p", "q"]}],
+           "trees": [{"nodes": [{"class": "b"}]}]}
+    lines = str(Explainer(forest(doc)).explain({"x": "p"})).splitlines()
+    assert lines[lines.index("sufficient reasons (each alone keeps the decision, whatever the "
+                             "other features):") + 1] == "  true (whatever the features)"
+    assert "robustness: none (no change of features flips the decision)" in lines
+    doc["trees"].append({"nodes": [{"feature": "x", "branches": [[[0], 1], [[1], 2]]},
+                                   {"class": "a"}, {"class": "b"}]})
+    lines = str(Explainer(forest(doc), "all").explain(["p"])).splitlines()
+    assert lines[1:3] == ["decision: a (votes: a 1, b 1)", "classes (ties 'all'): a, b"]
+    assert "  (none: the instance is in every class)" in lines
+    assert "  e.g. set x=q → b" in lines
