@@ -3,8 +3,11 @@
 :class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
 (each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
 general reasons, and for contrastive explanations Alg. 3A (the conjunction folded into one
-graph with Apply, then negated). :meth:`Explainer.explain` is stateless between calls and
-returns an immutable :class:`rfcircuits.explanation.Explanation`:
+graph with Apply, then negated). Its methods are stateless between calls: :meth:`Explainer.explain`
+takes an instance as a user holds it (values by feature name or in feature order, placed in
+their states by :mod:`rfcircuits.inputs`), :meth:`Explainer.explain_many` a table of them and
+:meth:`Explainer.explain_states` state indices; each explanation is an immutable
+:class:`rfcircuits.explanation.Explanation`:
 
 - CR and GR by the closed forms (:mod:`rfcircuits.reasons`), as NNF in a per-call manager;
 - NRs: prime implicates of CR, read off the graph as its minimal deviation sets, without
@@ -29,12 +32,16 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from rfcircuits.apply import Apply
 from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.dgraph import TRUE as DG_TRUE
-from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import Forest, Instance, check_ties
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, Explanation, What, what_keys
+from rfcircuits.featureorder import ORDERS
+from rfcircuits.forest import TIES, Forest, Instance
+from rfcircuits.inputs import Row, Table, instance_of, instances_of
 from rfcircuits.general import gnrs, gsrs
 from rfcircuits.nnf import NNF
 from rfcircuits.primes import hitting_sets, implicants
@@ -43,9 +50,15 @@ from rfcircuits.reasons import complete_reason, general_reason
 from rfcircuits.robustness import robustness, shortest_gnrs, shortest_sets
 from rfcircuits.terms import simple_terms
 
-SR_METHODS = ("expand", "dual")
-ROBUST_METHODS = ("alg5", "search")
-NR_METHODS = ("auto", "search", "project")
+#: The options' values (the tuples below list them for messages and loops).
+Ties = Literal["first", "all"]
+SrMethod = Literal["expand", "dual"]
+RobustMethod = Literal["alg5", "search"]
+NrMethod = Literal["auto", "search", "project"]
+Order = Literal["auto", "depth", "usage", "force", "index"]
+SR_METHODS: tuple[str, ...] = get_args(SrMethod)
+ROBUST_METHODS: tuple[str, ...] = get_args(RobustMethod)
+NR_METHODS: tuple[str, ...] = get_args(NrMethod)
 #: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
 #: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set; on
 #: appendicitis, 1.9 M nodes and 7 features, that takes about 45 s per class), and gives up
@@ -58,7 +71,7 @@ PROJECTION_SLACK = 65536
 
 @dataclass
 class Timings:
-    """Seconds spent per stage of the last :meth:`Explainer.explain` call that asked for them."""
+    """Seconds spent per stage of the :meth:`Explainer.explain_states` calls given them."""
 
     reasons: float = 0.0
     sr: float = 0.0
@@ -73,22 +86,57 @@ class Timings:
 
 
 class Explainer:
-    """Formal explanations of a forest's decisions (SPEC §3, §5)."""
+    """Formal explanations of a forest's decisions: why it decides as it does on an instance.
 
-    def __init__(self, forest: Forest, ties: str = "first", sr_method: str = "dual",
-                 order: str = "auto", robust_method: str = "search",
-                 max_nodes: int | None = None, nr_method: str = "auto",
+    The forest's class formulas are compiled on the first explanation and kept, so later ones
+    are fast. Every explanation is exact: its reasons are proved from the formulas, not
+    sampled.
+
+    Parameters
+    ----------
+    forest : Forest
+        The forest to explain (:func:`rfcircuits.from_sklearn`, :func:`rfcircuits.load_forest`).
+    ties : {"first", "all"}
+        How a tie of votes is decided: ``"first"`` gives it to the first class in class
+        order (like ``numpy.argmax``), ``"all"`` puts the instance in every class tied.
+    sr_method : {"dual", "expand"}
+        How sufficient reasons are found: as the minimal hitting sets of the necessary
+        reasons, or by expanding the complete reason (slower on most forests).
+    robust_method : {"search", "alg5"}
+        How robustness is found: from the shortest necessary reasons, or by the paper's
+        Algorithm 5 on the complete reason.
+    nr_method : {"auto", "search", "project"}
+        How necessary reasons and contrastive explanations are found: by a search of the
+        decision graphs, or read off their projections (compiled up front; at most 10
+        features), ``"auto"`` projecting where that is cheap enough.
+    order : {"auto", "depth", "usage", "force", "index"} or sequence of int
+        The features' order in the decision graphs, or how to choose it.
+    max_nodes : int or None
+        Stop with :class:`rfcircuits.BudgetExceeded` when the decision graphs would exceed
+        this many nodes (None: no limit).
+    compiled : optional
+        This forest's class formulas, compiled already by the caller (the checks do).
+
+    Invalid options raise :class:`rfcircuits.InputError` naming the valid values.
+    """
+
+    def __init__(self, forest: Forest, ties: Ties = "first", *, sr_method: SrMethod = "dual",
+                 order: Order | Sequence[int] = "auto", robust_method: RobustMethod = "search",
+                 max_nodes: int | None = None, nr_method: NrMethod = "auto",
                  compiled: DGCompilation | None = None) -> None:
-        if sr_method not in SR_METHODS:
-            raise ValueError(f"sr_method must be one of {SR_METHODS}")
-        if robust_method not in ROBUST_METHODS:
-            raise ValueError(f"robust_method must be one of {ROBUST_METHODS}")
-        if nr_method not in NR_METHODS:
-            raise ValueError(f"nr_method must be one of {NR_METHODS}")
+        if not isinstance(forest, Forest):
+            raise InputError(f"Explainer takes a Forest, not a {type(forest).__name__} (a "
+                             "scikit-learn model converts with rfcircuits.from_sklearn)")
+        _choice("ties", ties, TIES)
+        _choice("sr_method", sr_method, SR_METHODS)
+        _choice("robust_method", robust_method, ROBUST_METHODS)
+        _choice("nr_method", nr_method, NR_METHODS)
+        if isinstance(order, str):
+            _choice("order", order, ORDERS)
         if nr_method == "project" and len(forest.features) > MAX_FEATURES:
-            raise ValueError(f"nr_method 'project' needs at most {MAX_FEATURES} features")
+            raise InputError(f"nr_method 'project' needs at most {MAX_FEATURES} features")
         self.forest = forest
-        self.ties = check_ties(ties)
+        self.ties = ties
         self.sr_method = sr_method
         self.robust_method = robust_method
         self.nr_method = nr_method
@@ -160,7 +208,7 @@ class Explainer:
         return self.compiled.dg.min_deviations(roots, x)
 
     def compile(self, negated: bool = False) -> None:
-        """Compile now what :meth:`explain` would compile on first use: the class formulas
+        """Compile now what :meth:`explain_states` would compile on first use: the class formulas
         and, with ``negated``, every ``¬R^t`` graph that CEs search (so a benchmark times
         compiling apart, and forked workers share the graphs)."""
         self.compiled  # the property compiles on first use
@@ -180,16 +228,48 @@ class Explainer:
             self._prepare([self._negated[t]])
         return self._negated[t]
 
-    def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT,
-                timings: Timings | None = None, sr_method: str | None = None,
-                robust_method: str | None = None, nr_method: str | None = None) -> Explanation:
-        """Every requested field of SPEC §5 for instance ``x`` (state indices).
+    def explain(self, x: Row, what: What = "all") -> Explanation:
+        """The explanation of the forest's decision on one instance.
+
+        Parameters
+        ----------
+        x : mapping, pandas Series, or 1-D array or sequence
+            ``{feature name: value}`` or a Series indexed by feature names, each feature
+            named once, in any order; or one value per feature in the forest's feature order
+            (a NumPy row, a list). A value is a number for a numeric feature, or a state name.
+        what : "all", a key, or a sequence of keys
+            The fields to compute, among ``"sr"``, ``"nr"``, ``"gsr"``, ``"gnr"``, ``"ce"``,
+            ``"robust"`` and ``"flips"`` (the decision and votes always come).
+
+        Raises :class:`rfcircuits.InputError` naming any missing, unknown or repeated
+        feature, and any value that is not a number or a state name of its feature (NaN,
+        bool, ...): never a decision on a different instance.
+        """
+        keys = what_keys(what)
+        return self.explain_states(instance_of(self.forest, x), keys)
+
+    def explain_many(self, X: Table, what: What = "all") -> list[Explanation]:
+        """The explanations of the forest's decisions on every row of a table.
+
+        ``X`` is a pandas DataFrame whose columns are exactly the forest's features in its
+        order (as scikit-learn requires of the frames a model predicts), a 2-D array of
+        values in feature order, or a sequence of instances as :meth:`explain` takes them.
+        Every row is checked before any is explained; an error names the row."""
+        keys = what_keys(what)
+        return [self.explain_states(x, keys) for x in instances_of(self.forest, X)]
+
+    def explain_states(self, x: Instance, what: Sequence[str] = ALL_WHAT,
+                       timings: Timings | None = None, sr_method: str | None = None,
+                       robust_method: str | None = None,
+                       nr_method: str | None = None) -> Explanation:
+        """Every requested field of SPEC §5 for instance ``x`` given as state indices (one
+        per feature, in feature order), as the command line and the checks hold instances.
 
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and
         ``nr_method`` override the explainer's."""
-        nr_method = nr_method or self.nr_method
-        if nr_method not in NR_METHODS:
-            raise ValueError(f"nr_method must be one of {NR_METHODS}")
+        nr_method = _choice("nr_method", nr_method or self.nr_method, NR_METHODS)
+        _choice("sr_method", sr_method or self.sr_method, SR_METHODS)
+        _choice("robust_method", robust_method or self.robust_method, ROBUST_METHODS)
         forest = self.forest
         what = tuple(k for k in ALL_WHAT if k in what)
         votes = forest.votes(x)
@@ -266,6 +346,14 @@ class Explainer:
                 fields["contrastive"] = tuple(ces)
         return Explanation(forest, tuple(x), self.ties, tuple(votes), decision, member, what,
                            **fields)  # type: ignore[arg-type]
+
+
+def _choice(name: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` when it is one of ``choices``, else an :class:`InputError` listing them."""
+    if value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}, "
+                         f"not {value!r}")
+    return value
 
 
 class _Clock:

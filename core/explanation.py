@@ -1,20 +1,22 @@
-"""The explanation record and its canonical JSON line (SPEC §5).
+"""The explanation record, its canonical JSON line (SPEC §5) and its readable text.
 
 Engines (the native explainer and every oracle) fill an :class:`Explanation`; its
-:meth:`Explanation.to_json` is the one serialisation, so equal answers print identically.
+:meth:`Explanation.to_json` is the one serialisation, so equal answers print identically, and
+:meth:`Explanation.to_text` (``str(e)``) the one readable form (the demo prints it too).
 Which fields are present is given by ``what`` (the ``--what`` keys of SPEC §6).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, instance_to_json
-from rfcircuits.terms import Clause, Term, canonical, terms_json
+from rfcircuits.robustness import flips
+from rfcircuits.terms import Clause, Term, canonical, literal_text, term_text, terms_json
 
 #: ``--what`` keys in canonical field order, with the JSON field each one adds.
 WHAT_FIELDS = {
@@ -27,6 +29,9 @@ WHAT_FIELDS = {
     "flips": "shortest_flips",
 }
 ALL_WHAT = tuple(WHAT_FIELDS)
+#: One field's key; :data:`What`: the fields an explanation is asked for.
+WhatKey = Literal["sr", "nr", "gsr", "gnr", "ce", "robust", "flips"]
+What = Literal["all"] | WhatKey | Sequence[WhatKey]
 
 
 def parse_what(text: str) -> tuple[str, ...]:
@@ -38,6 +43,19 @@ def parse_what(text: str) -> tuple[str, ...]:
     if unknown or not keys:
         raise InputError(f"--what: unknown key {unknown[0]!r}" if unknown else "--what: empty"
                          f" (expected all or a comma list of {','.join(ALL_WHAT)})")
+    return tuple(k for k in ALL_WHAT if k in keys)
+
+
+def what_keys(what: What) -> tuple[str, ...]:
+    """The keys of ``what`` (``"all"``, one key or a sequence of keys) in canonical order."""
+    keys: Any = ALL_WHAT if what == "all" else (what,) if isinstance(what, str) else what
+    try:
+        unknown = [k for k in keys if k not in WHAT_FIELDS]
+    except TypeError:  # not iterable
+        unknown = [keys]
+    if unknown:
+        raise InputError(f"what: unknown key {unknown[0]!r}: expected 'all', one of "
+                         f"{', '.join(map(repr, ALL_WHAT))}, or a sequence of them")
     return tuple(k for k in ALL_WHAT if k in keys)
 
 
@@ -96,6 +114,98 @@ class Explanation:
     def to_line(self) -> str:
         """One canonical JSON Lines record (no trailing newline)."""
         return dumps(self.to_json())
+
+    def to_text(self, limit: int | None = 10) -> str:
+        """The readable form: the instance, the decision and votes, then every field asked
+        for, its items as literals (``2.45 < petal_length ≤ 4.75``, ``colour=red``); at most
+        ``limit`` items per list (None: all)."""
+        f = self.forest
+        states = (_state_text(f, i, s) for i, s in enumerate(self.instance))
+        lines = ["instance: " + ", ".join(states),
+                 f"decision: {f.classes[self.decision]} (votes: "
+                 + ", ".join(f"{c} {v}" for c, v in zip(f.classes, self.votes)) + ")"]
+        if self.ties == "all":
+            lines.append("classes (ties 'all'): " + ", ".join(f.classes[c] for c in self.classes))
+        for key in self.what:
+            value = getattr(self, WHAT_FIELDS[key])
+            if key == "robust":
+                lines.append(f"robustness: {value} (the fewest features whose change can flip "
+                             "the decision)" if value is not None else
+                             "robustness: none (no change of features flips the decision)")
+            elif key == "ce":
+                lines.append(TEXT_HEADINGS[key] + ":")
+                if not value:
+                    lines.append("  (none: the instance is in every class)")
+                for t, clauses in value:
+                    lines.append(f"  to {f.classes[t]}:")
+                    lines.extend(_listing(f, clauses, " ∨ ", limit, "    "))
+            else:
+                lines.append(TEXT_HEADINGS[key] + ":")
+                lines.extend(_listing(f, value, " ∨ " if key in CLAUSE_KEYS else " ∧ ", limit))
+                if key == "flips" and value:
+                    lines.append("  e.g. " + self._flip_example())
+        return "\n".join(lines)
+
+    def _flip_example(self) -> str:
+        """One of the shortest flips in words: ``set 4.75 < petal_length → virginica``."""
+        f = self.forest
+        world = next(flips(self.instance, self.shortest_flips, [ft.full for ft in f.features]))
+        changed = [literal_text(f, (i, 1 << s)) for i, s in enumerate(world)
+                   if s != self.instance[i]]
+        return f"set {' and '.join(changed)} → {f.classes[f.decision(world)]}"
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        """Short: the decision, the votes and how many items each field has."""
+        f = self.forest
+        parts = []
+        for key in self.what:
+            value = getattr(self, WHAT_FIELDS[key])
+            count = value if key == "robust" else {f.classes[t]: len(c) for t, c in value} \
+                if key == "ce" else len(value)
+            parts.append(f"{WHAT_FIELDS[key].replace('_', ' ')}: {count}")
+        votes = {c: v for c, v in zip(f.classes, self.votes)}
+        return (f"<Explanation: decision {f.classes[self.decision]!r}, votes {votes}"
+                + ("; " + ", ".join(parts) if parts else "") + ">")
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython and Jupyter show the readable form."""
+        printer.text(self.to_text())
+
+
+#: The readable form's heading of each list field, saying how to read its items.
+TEXT_HEADINGS = {
+    "sr": "sufficient reasons (each alone keeps the decision, whatever the other features)",
+    "nr": "necessary reasons (changing all the features of any one can flip the decision)",
+    "gsr": "general sufficient reasons (each alone keeps the decision, over wider ranges)",
+    "gnr": "general necessary reasons (every change that violates one flips the decision)",
+    "ce": "contrastive explanations (changing all the features of one can reach the class)",
+    "flips": "shortest flips (every change of the fewest features that flips the decision "
+             "violates one)",
+}
+#: The list fields whose items are clauses (the others' are terms; the CEs' too are clauses).
+CLAUSE_KEYS = ("nr", "gnr", "flips")
+
+
+def _state_text(forest: Forest, feature: int, state: int) -> str:
+    """An instance's state as a literal; a feature no tree tests has one state only."""
+    if forest.features[feature].n_states == 1:
+        return f"{forest.features[feature].name} (untested)"
+    return literal_text(forest, (feature, 1 << state))
+
+
+def _listing(forest: Forest, items: Sequence[Term], joiner: str, limit: int | None,
+             indent: str = "  ") -> list[str]:
+    shown = items if limit is None else items[:limit]
+    texts = [term_text(forest, t, joiner) for t in shown]
+    lines = [indent + (t if t != "true" else "true (whatever the features)") for t in texts]
+    lines = lines or [indent + "(none)"]
+    if len(items) > len(shown):
+        lines.append(f"{indent}… and {len(items) - len(shown)} more (to_text(limit=None) "
+                     "shows all)")
+    return lines
 
 
 def dumps(obj: Any) -> str:

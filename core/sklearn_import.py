@@ -23,12 +23,12 @@ from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, 
 
 def _estimators(model: Any) -> list[Any]:
     name = type(model).__name__
-    if name in ("RandomForestClassifier", "ExtraTreesClassifier"):
-        return list(model.estimators_)
-    if name == "DecisionTreeClassifier":
-        return [model]
-    raise InputError(f"cannot import a {name}: expected a fitted RandomForestClassifier, "
-                     "ExtraTreesClassifier or DecisionTreeClassifier")
+    if name not in ("RandomForestClassifier", "ExtraTreesClassifier", "DecisionTreeClassifier"):
+        raise InputError(f"cannot import a {name}: expected a fitted RandomForestClassifier, "
+                         "ExtraTreesClassifier or DecisionTreeClassifier")
+    if not hasattr(model, "n_features_in_"):
+        raise InputError(f"this {name} is not fitted: call its fit(X, y) first")
+    return [model] if name == "DecisionTreeClassifier" else list(model.estimators_)
 
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
@@ -45,6 +45,8 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     if len(feature_names) != n_features:
         raise InputError(f"{len(feature_names)} feature names for {n_features} features")
     classes = [str(c) for c in (class_names if class_names is not None else model.classes_)]
+    if len(classes) != len(model.classes_):
+        raise InputError(f"{len(classes)} class names for {len(model.classes_)} classes")
     thresholds: list[set[float]] = [set() for _ in range(n_features)]
     for est in estimators:
         t = est.tree_

@@ -349,7 +349,7 @@ def native_lines(forest: Forest, instances: Sequence[Instance]) -> dict[str, lis
     out = {}
     for ties in TIES:
         explainer = Explainer(forest, ties)
-        out[ties] = [explainer.explain(x).to_line() for x in instances]
+        out[ties] = [explainer.explain_states(x).to_line() for x in instances]
     return out
 
 
@@ -850,7 +850,7 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = ()) ->
         explainer = Explainer(forest, ties)
         for n, (x, line) in enumerate(zip(instances, expected), start=1):
             try:
-                ours = explainer.explain(x).to_line()
+                ours = explainer.explain_states(x).to_line()
             except Exception as exc:  # a crash is a mismatch to report, not a traceback
                 result.mismatches.append(f"{case_id}, {expected_file(ties)} line {n}: the native "
                                          f"engine failed ({exc!r})")

@@ -403,8 +403,8 @@ class Crosscheck:
             # the native engine computes both, and only the one asked for is reported.
             asked = tuple(k for k in ALL_WHAT if k in what or k in ("sr", "nr"))
         ours = self._guard("explain", ("native", "-"), shown,
-                           lambda: explainer.explain(x, asked, sr_method=method,
-                                                     robust_method=robust, nr_method=nr))
+                           lambda: explainer.explain_states(x, asked, sr_method=method,
+                                                            robust_method=robust, nr_method=nr))
         if ours is None:
             return
         mine = _FieldsJson(ours)

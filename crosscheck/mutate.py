@@ -207,7 +207,7 @@ from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import compile_dg
 for doc, inst, answers in ((SUSAN_FOREST, SUSAN, SUSAN_ANSWERS), (FLIP_FOREST, FLIP, FLIP_ANSWERS)):
     f = forest(doc); x = instance(f, inst)
-    e = Explainer(f).explain(x)
+    e = Explainer(f).explain_states(x)
     for key, value in answers.items():
         if key == "decision":
             ok = f.classes[e.decision] == value

@@ -629,7 +629,7 @@ class Verifier:
         """Grade every field a line of E holds."""
         x, given = claim.instance, claim.fields
         native = [n for n in given if n in WHAT_OF and n not in self.oracle_only]
-        ours = self.explainer.explain(x, tuple(WHAT_OF[n] for n in native))
+        ours = self.explainer.explain_states(x, tuple(WHAT_OF[n] for n in native))
         results: list[FieldResult] = []
         truth_header = {"votes": tuple(ours.votes), "decision": ours.decision,
                         "classes": tuple(sorted(ours.classes))}

@@ -147,13 +147,13 @@ def test_build_is_deterministic_and_checks_clean(mini, tmp_path, capsys):
 
 
 def test_build_writes_nothing_when_an_oracle_disagrees(mini, monkeypatch, tmp_path, capsys):
-    original = Explainer.explain
+    original = Explainer.explain_states
 
     def wrong(self, x, what=None, *args, **kwargs):
         e = original(self, x, what) if what is not None else original(self, x)
         return dataclasses.replace(e, robustness=(e.robustness or 0) + 1)
 
-    monkeypatch.setattr(Explainer, "explain", wrong)
+    monkeypatch.setattr(Explainer, "explain_states", wrong)
     out = tmp_path / "corpus"
     assert main(["corpus", "build", "--out", str(out), "--no-progress",
                  "--failures", str(tmp_path / "failures")]) == 1

@@ -32,7 +32,7 @@ def check_answers(doc, inst, answers):
     f = forest(doc)
     x = instance(f, inst)
     for method, robust, nr in itertools.product(SR_METHODS, ROBUST_METHODS, NR_METHODS):
-        e = Explainer(f, sr_method=method, robust_method=robust, nr_method=nr).explain(x)
+        e = Explainer(f, sr_method=method, robust_method=robust, nr_method=nr).explain_states(x)
         assert f.classes[e.decision] == answers["decision"]
         for key, value in answers.items():
             if key == "decision":
@@ -49,7 +49,7 @@ def test_flip_example():
     check_answers(FLIP_FOREST, FLIP, FLIP_ANSWERS)
     f = forest(FLIP_FOREST)
     x = instance(f, FLIP)
-    e = Explainer(f).explain(x)
+    e = Explainer(f).explain_states(x)
     worlds = list(flips(x, e.shortest_flips, [ft.full for ft in f.features]))
     assert worlds == [instance(f, w) for w in FLIP_WORLDS]
 
@@ -61,11 +61,11 @@ def test_every_field_equals_brute_force(case, ties, method, robust):
     f, x = case
     explainer = Explainer(f, ties, sr_method=method, robust_method=robust)
     brute = BruteForce(f, ties)
-    assert explainer.explain(x).to_json() == brute.explain(x).to_json()
+    assert explainer.explain_states(x).to_json() == brute.explain(x).to_json()
     # Without GSRs, GR is built only where its clauses fit an NR's (GNRs) or a shortest NR's
     # (flips) features; robustness without NRs is Alg. 5's or the NR search's alone.
     for what in (("nr", "gnr", "robust", "flips"), ("robust", "flips"), ("robust",)):
-        assert explainer.explain(x, what).to_json() == brute.explain(x, what).to_json()
+        assert explainer.explain_states(x, what).to_json() == brute.explain(x, what).to_json()
 
 
 @settings(max_examples=60, deadline=None)
@@ -100,7 +100,7 @@ def test_reasons_and_flips_semantics(case, ties, apply):
         [folded.dg.negate(folded.roots[t][0])], x))) for t, _ in truth.contrastive)
     assert ces == truth.contrastive
     # Shortest flips: exactly the worlds at distance r outside the class (paper §4).
-    e = explainer.explain(x, ("robust", "flips"))
+    e = explainer.explain_states(x, ("robust", "flips"))
     full = [ft.full for ft in f.features]
     outside = {w for i, w in enumerate(brute.worlds) if not delta >> i & 1}
     nearest = {w for w in outside if sum(a != b for a, b in zip(w, x)) == e.robustness}
@@ -110,10 +110,10 @@ def test_reasons_and_flips_semantics(case, ties, apply):
 def test_what_selects_fields():
     f = forest(SUSAN_FOREST)
     x = instance(f, SUSAN)
-    doc = Explainer(f).explain(x, ("robust", "sr")).to_json()
+    doc = Explainer(f).explain_states(x, ("robust", "sr")).to_json()
     assert list(doc) == ["instance", "ties", "votes", "decision", "classes",
                          "sufficient_reasons", "robustness"]
-    assert list(Explainer(f).explain(x).to_json())[5:] == [
+    assert list(Explainer(f).explain_states(x).to_json())[5:] == [
         "sufficient_reasons", "necessary_reasons", "general_sufficient_reasons",
         "general_necessary_reasons", "contrastive", "robustness", "shortest_flips"]
     assert len(ALL_WHAT) == 7
@@ -124,7 +124,7 @@ def test_valid_class_edge_case():
            "features": [{"name": "x", "states": ["p", "q"]}],
            "trees": [{"nodes": [{"class": "b"}]}]}
     f = forest(doc)
-    e = Explainer(f).explain((0,)).to_json()
+    e = Explainer(f).explain_states((0,)).to_json()
     assert e["sufficient_reasons"] == [[]] and e["necessary_reasons"] == []
     assert e["general_sufficient_reasons"] == [[]] and e["general_necessary_reasons"] == []
     assert e["robustness"] is None and e["shortest_flips"] == []

@@ -19,11 +19,11 @@ from rfcircuits.crosscheck.shrink import shrink
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
 from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
 
-ORIGINAL = Explainer.explain
+ORIGINAL = Explainer.explain_states
 
 
 def planted(change):
-    """An Explainer.explain that returns a corrupted explanation."""
+    """An Explainer.explain_states that returns a corrupted explanation."""
     def explain(self, x, what=None, timings=None, sr_method=None, robust_method=None, nr_method=None):
         e = ORIGINAL(self, x, what) if what is not None else ORIGINAL(self, x)
         return change(e)
@@ -45,7 +45,7 @@ def susan_case():
         tuple((f, m | 1) for f, m in c) for c in e.shortest_flips)), "shortest_flips"),
 ])
 def test_planted_explanation_errors_are_found(monkeypatch, change, field):
-    monkeypatch.setattr(Explainer, "explain", planted(change))
+    monkeypatch.setattr(Explainer, "explain_states", planted(change))
     f, xs = susan_case()
     report = crosscheck(f, xs, formulas=False)
     engines = {d.engines[1] for d in report.disagreements if d.check.startswith(field)}
@@ -81,7 +81,7 @@ def test_clean_cases_agree_everywhere():
 def test_shrinking_keeps_the_failure_and_reduces_the_case(monkeypatch):
     # Plant a bug that shows only when the forest has a tree testing feature 0 twice in a
     # row of trees... simpler: robustness off by one whenever it is 2 or more.
-    monkeypatch.setattr(Explainer, "explain", planted(
+    monkeypatch.setattr(Explainer, "explain_states", planted(
         lambda e: dataclasses.replace(e, robustness=e.robustness + 1)
         if e.robustness is not None and e.robustness >= 2 else e))
     rng = random.Random(3)
@@ -112,14 +112,14 @@ def test_crosscheck_cli_and_replay(tmp_path, monkeypatch, capsys):
             str(tmp_path / "i.jsonl"), "--repro", str(tmp_path / "r.json")]
     assert main(args) == 0
     assert "agree" in capsys.readouterr().out
-    monkeypatch.setattr(Explainer, "explain", planted(
+    monkeypatch.setattr(Explainer, "explain_states", planted(
         lambda e: dataclasses.replace(e, necessary_reasons=e.necessary_reasons[:1])))
     assert main(args) == 1
     assert "DISAGREE necessary_reasons" in capsys.readouterr().out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["format"] == "rfcircuits.repro/1" and doc["disagreements"]
     assert main(["crosscheck", "--replay", str(tmp_path / "r.json")]) == 1
-    monkeypatch.setattr(Explainer, "explain", ORIGINAL)
+    monkeypatch.setattr(Explainer, "explain_states", ORIGINAL)
     assert main(["crosscheck", "--replay", str(tmp_path / "r.json")]) == 0
     capsys.readouterr()
 
@@ -201,7 +201,7 @@ def test_broken_graph_invariants_are_reported(monkeypatch):
 
 def test_fuzz_checks_a_general_reason_case(tmp_path, monkeypatch):
     # A GSR dropped is found in the general-reason case too, whose repro is saved apart.
-    monkeypatch.setattr(Explainer, "explain", planted(
+    monkeypatch.setattr(Explainer, "explain_states", planted(
         lambda e: dataclasses.replace(
             e, general_sufficient_reasons=e.general_sufficient_reasons[1:])))
     checks, saved = run_case(3, 0, Limits(), ("bdd",), str(tmp_path))
@@ -263,7 +263,7 @@ def test_interrupted_crosscheck_keeps_the_finished_checks(tmp_path, monkeypatch,
             raise KeyboardInterrupt
         return ORIGINAL(self, x, what)
 
-    monkeypatch.setattr(Explainer, "explain", explain)
+    monkeypatch.setattr(Explainer, "explain_states", explain)
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
     (tmp_path / "i.jsonl").write_text((json.dumps(instance_to_json(f, xs[0])) + "\n") * 3)
     assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
@@ -288,7 +288,7 @@ def test_jobs_give_the_serial_report(monkeypatch):
     assert serial.ok and parallel.explained == 5
     assert _table(parallel) == _table(serial)
     # A planted error is found by the workers as by a serial run, instance by instance.
-    monkeypatch.setattr(Explainer, "explain", planted(
+    monkeypatch.setattr(Explainer, "explain_states", planted(
         lambda e: dataclasses.replace(e, robustness=(e.robustness or 0) + 1)))
     serial = crosscheck(f, xs, formulas=False)
     parallel = crosscheck(f, xs, formulas=False, jobs=3)
@@ -418,7 +418,7 @@ def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
         only = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("nr",))
         assert only.ok and {o.check for o in only.outcomes} == {
             "votes", "decision", "classes", "necessary_reasons"}
-    monkeypatch.setattr(Explainer, "explain", planted(
+    monkeypatch.setattr(Explainer, "explain_states", planted(
         lambda e: dataclasses.replace(e, necessary_reasons=e.necessary_reasons[1:])))
     report = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("sr", "nr"))
     found = {d.check: d for d in report.disagreements}

@@ -115,7 +115,7 @@ def test_projection_limits():
     f = forest_from_sklearn(model.fit(data, data.sum(axis=1) % 2))
     with pytest.raises(ValueError, match="at most"):
         Explainer(f, nr_method="project")
-    assert Explainer(f).explain(instances_from_values(f, data[:1])[0], ("nr",))
+    assert Explainer(f).explain_states(instances_from_values(f, data[:1])[0], ("nr",))
 
 
 def test_auto_falls_back_to_the_search_past_the_cap(monkeypatch):
@@ -134,7 +134,7 @@ def test_auto_falls_back_to_the_search_past_the_cap(monkeypatch):
     assert all(p is not None for p in forced._projections.values())
     for x in BruteForce(f, "first").worlds[::7]:
         what = ("sr", "nr", "ce", "robust", "flips")
-        assert auto.explain(x, what).to_json() == forced.explain(x, what).to_json()
+        assert auto.explain_states(x, what).to_json() == forced.explain_states(x, what).to_json()
 
 
 @settings(max_examples=150, deadline=None)
@@ -143,7 +143,8 @@ def test_nr_methods_equal_brute_force(case, ties, method):
     f, x = case
     explainer = Explainer(f, ties, nr_method=method)
     what = ("sr", "nr", "ce", "robust", "flips")
-    assert explainer.explain(x, what).to_json() == BruteForce(f, ties).explain(x, what).to_json()
+    truth = BruteForce(f, ties).explain(x, what)
+    assert explainer.explain_states(x, what).to_json() == truth.to_json()
 
 
 def test_unknown_nr_method_is_refused():
@@ -151,7 +152,7 @@ def test_unknown_nr_method_is_refused():
     with pytest.raises(ValueError, match="nr_method"):
         Explainer(f, nr_method="nope")
     with pytest.raises(ValueError, match="nr_method"):
-        Explainer(f).explain(BruteForce(f, "first").worlds[0], ("nr",), nr_method="nope")
+        Explainer(f).explain_states(BruteForce(f, "first").worlds[0], ("nr",), nr_method="nope")
 
 
 def test_projections_need_ordered_graphs():

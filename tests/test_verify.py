@@ -76,7 +76,7 @@ CASES = _cases()
 
 def _answers(f: Forest, xs: list[Instance], ties: str) -> list[dict]:
     explainer = Explainer(f, ties)
-    return [explainer.explain(x).to_json() for x in xs]
+    return [explainer.explain_states(x).to_json() for x in xs]
 
 
 @pytest.fixture(scope="module")
@@ -319,8 +319,8 @@ def test_native_and_oracle_disagreement_is_disputed(answered, monkeypatch):
     class Forgetful(Explainer):
         """A native engine that loses one SR: the oracle must contradict it."""
 
-        def explain(self, x, what=()):  # type: ignore[override]
-            full = super().explain(x, what)
+        def explain_states(self, x, what=()):  # type: ignore[override]
+            full = super().explain_states(x, what)
             return type(full)(**{**full.__dict__,
                                  "sufficient_reasons": full.sufficient_reasons[1:]})
 

@@ -287,10 +287,10 @@ def bench_explain(args: argparse.Namespace) -> int:
             for i, x in enumerate(instances):
                 progress(i, len(instances))
                 with _no_gc():
-                    e = explainer.explain(x, what, timing)
+                    e = explainer.explain_states(x, what, timing)
                 if i < args.expand:
                     with _no_gc():
-                        explainer.explain(x, ("sr",), expand, sr_method="expand")
+                        explainer.explain_states(x, ("sr",), expand, sr_method="expand")
                 freeze()
                 counts["sr"] += len(e.sufficient_reasons)
                 counts["nr"] += len(e.necessary_reasons)

@@ -1,21 +1,20 @@
 """``rfcircuits demo``: the main job end to end on data bundled with scikit-learn.
 
 Trains a small random forest on the iris data, compiles its class formulas (paper Alg. 3 as
-NNF, Alg. 3B as decision graphs) and explains a few test decisions in readable form: SRs, NRs,
-GSRs, robustness with the shortest flips, and contrastive explanations, with timings.
+NNF, Alg. 3B as decision graphs) and explains a few test decisions in the readable form of
+:meth:`rfcircuits.explanation.Explanation.to_text` (every field), with timings.
 """
 
 from __future__ import annotations
 
+import textwrap
 import time
 
 import numpy as np
 
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.explain import Explainer
-from rfcircuits.forest import Forest, Instance
-from rfcircuits.robustness import flips
-from rfcircuits.terms import literal_text, term_text
+from rfcircuits.forest import Instance
 from rfcircuits.datasets import Dataset, train_forest
 
 TREES, DEPTH, SEED, SHOWN = 25, 3, 0, 3
@@ -30,36 +29,12 @@ def bundled_dataset() -> Dataset:
                    np.asarray(bunch.target), [str(n) for n in bunch.target_names])
 
 
-def _listing(forest: Forest, items: tuple, joiner: str) -> str:
-    return "  |  ".join(term_text(forest, t, joiner) for t in items) or "(none)"
-
-
-def _show(forest: Forest, explainer: Explainer, x: Instance, number: int) -> None:
+def _show(explainer: Explainer, x: Instance, number: int) -> None:
     start = time.perf_counter()
-    e = explainer.explain(x)
+    e = explainer.explain_states(x)
     took = time.perf_counter() - start
-    names = forest.classes
-    print(f"\nInstance {number}: " + ", ".join(
-        literal_text(forest, (f, 1 << s)) for f, s in enumerate(x)))
-    votes = ", ".join(f"{names[c]} {v}" for c, v in enumerate(e.votes))
-    print(f"  decision: {names[e.decision]}  (votes: {votes})")
-    print(f"  sufficient reasons (each alone keeps the decision): "
-          f"{_listing(forest, e.sufficient_reasons, ' ∧ ')}")
-    print(f"  necessary reasons (violate one to possibly flip it): "
-          f"{_listing(forest, e.necessary_reasons, ' ∨ ')}")
-    print(f"  general sufficient reasons: {_listing(forest, e.general_sufficient_reasons, ' ∧ ')}")
-    if e.robustness is None:
-        print("  robustness: no change of features flips this decision")
-    else:
-        full = [f.full for f in forest.features]
-        example = next(flips(x, e.shortest_flips, full))
-        changed = [literal_text(forest, (f, 1 << s)) for f, s in enumerate(example) if s != x[f]]
-        print(f"  robustness: {e.robustness} feature(s); shortest flips violate "
-              f"{_listing(forest, e.shortest_flips, ' ∨ ')}")
-        print(f"    e.g. set {' and '.join(changed)} → {names[forest.decision(example)]}")
-    for t, ces in e.contrastive:
-        print(f"  to reach {names[t]}, change at least the features of one of: "
-              f"{_listing(forest, ces, ' ∨ ')}")
+    print(f"\nInstance {number}")
+    print(textwrap.indent(e.to_text(), "  "))
     print(f"  ({1000 * took:.1f} ms for all explanations of this instance)")
 
 
@@ -90,7 +65,7 @@ def run_demo() -> int:
             continue
         seen.add(forest.decision(x))
         shown += 1
-        _show(forest, explainer, x, shown)
+        _show(explainer, x, shown)
         if shown == SHOWN:
             break
     print("\nCheck any of these against independent oracles: rfcircuits crosscheck --help")

@@ -240,7 +240,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             else sys.stdout
         progress = stack.enter_context(Progress("instances", enabled=not args.no_progress))
         for done, x in enumerate(instances, start=1):
-            out.write(explainer.explain(x, what).to_line() + "\n")
+            out.write(explainer.explain_states(x, what).to_line() + "\n")
             out.flush()
             progress(done, len(instances))
     return 0

@@ -48,11 +48,11 @@ def bench_oracles(args: argparse.Namespace) -> int:
         try:
             for x in instances:
                 t0 = time.perf_counter()
-                native_r = explainer.explain(x, ("robust",)).robustness
+                native_r = explainer.explain_states(x, ("robust",)).robustness
                 t1 = time.perf_counter()
                 sat_r = sat.robustness(x)
                 t2 = time.perf_counter()
-                native_sr = explainer.explain(x, ("sr",)).sufficient_reasons
+                native_sr = explainer.explain_states(x, ("sr",)).sufficient_reasons
                 t3 = time.perf_counter()
                 sat_sr = sat.sufficient_reasons(x)
                 t4 = time.perf_counter()

@@ -1,0 +1,130 @@
+"""Instances from the values a user holds: a mapping, a pandas row or table, an array.
+
+The names are checked as scikit-learn checks them, so that a forest imported from a model
+explains the very rows the model predicts, never a silently different one: a mapping or a
+pandas row names every feature once (no missing, repeated or unknown name, in any order); a
+table's columns are exactly the forest's features, in its order; an unnamed row lists one
+value per feature, in that order. A value is a number (numeric features) or a state name;
+:func:`rfcircuits.forest.parse_instance`, which also reads the command line's instance files,
+places it in its state. NumPy scalars become Python values first; a bool, NaN or any other
+kind of value is an error.
+
+pandas is recognised by its attributes (a table has ``columns``, a row ``keys`` and
+``items``), never imported: the library does not depend on it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance, parse_instance
+
+__all__ = ["Row", "Table", "Value", "instance_of", "instances_of"]
+
+#: A feature's value: a number (numeric features) or a state name.
+Value = float | str
+#: One instance: ``{feature name: value}``, a pandas Series, or a NumPy row or list of values.
+Row = Mapping[str, Value] | Sequence[Value] | Any
+#: Many instances: a pandas DataFrame, a 2-D NumPy array, or a sequence of rows.
+Table = Sequence[Row] | Any
+
+
+def instance_of(forest: Forest, x: Any, where: str = "instance") -> Instance:
+    """The state indices of one instance: a mapping ``{feature name: value}``, a pandas
+    Series indexed by feature names, or a 1-D sequence or array of values in feature order.
+
+    Raises :class:`InputError` naming ``where``, the features and the values at fault."""
+    if hasattr(x, "columns"):
+        raise InputError(f"{where}: expected one instance, not a table (explain_many takes "
+                         "tables)")
+    if _is_named(x):
+        return _from_named(forest, list(x.items()), where)
+    if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
+        raise InputError(f"{where}: expected a mapping of feature names to values, a pandas "
+                         f"Series or a sequence of values, not {type(x).__name__}")
+    ndim = getattr(x, "ndim", 1)
+    if ndim != 1:
+        raise InputError(f"{where}: expected one row of values, not a {ndim}-D array"
+                         + ("; explain_many takes a table" if ndim == 2 else ""))
+    return _from_row(forest, x.tolist() if hasattr(x, "tolist") else list(x), where)
+
+
+def instances_of(forest: Forest, X: Any) -> list[Instance]:
+    """The state indices of every row of a table: a pandas DataFrame whose columns are the
+    forest's features in order, a 2-D array, or a sequence of instances (each as
+    :func:`instance_of` takes it). Every row is checked before any is returned."""
+    if hasattr(X, "columns"):
+        columns = list(X.columns)
+        problem = names_problem(columns, forest)
+        if problem is None and columns != [f.name for f in forest.features]:
+            problem = ("columns in a different order than the forest's features: "
+                       f"{_listed(columns)}")
+        if problem is not None:
+            raise InputError(f"DataFrame: {problem} (the forest's features, in order: "
+                             f"{_listed(f.name for f in forest.features)})")
+        rows: Iterable[Any] = X.itertuples(index=False, name=None)
+    elif _is_named(X):
+        raise InputError("expected a table of instances, not one instance (explain takes "
+                         "one)")
+    elif isinstance(X, (str, bytes)) or not isinstance(X, Iterable):
+        raise InputError("expected a table of instances (a DataFrame, a 2-D array or a "
+                         f"sequence of instances), not {type(X).__name__}")
+    elif (ndim := getattr(X, "ndim", 2)) != 2:
+        raise InputError(f"expected a table of instances (2-D), not a {ndim}-D array"
+                         + ("; explain takes one instance" if ndim == 1 else ""))
+    else:
+        rows = X.tolist() if hasattr(X, "tolist") else X
+    return [instance_of(forest, row, f"row {i}") for i, row in enumerate(rows)]
+
+
+def names_problem(names: Sequence[Any], forest: Forest) -> str | None:
+    """What is wrong with a list of feature names for ``forest`` (names repeated, unknown or
+    missing), or None when each of its features is named once."""
+    known = forest.feature_index
+    given = set(names)
+    repeated = [n for n, k in Counter(names).items() if k > 1]
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    missing = [f.name for f in forest.features if f.name not in given]
+    problems = [f"{kind} {_listed(found)}" for kind, found in (
+        ("repeated", repeated), ("unknown", unknown), ("missing", missing)) if found]
+    return "; ".join(problems) if problems else None
+
+
+def _is_named(x: Any) -> bool:
+    """A mapping, or a pandas Series (its index names the values)."""
+    return isinstance(x, Mapping) or hasattr(x, "keys") and hasattr(x, "items")
+
+
+def _from_named(forest: Forest, pairs: list[tuple[Any, Any]], where: str) -> Instance:
+    problem = names_problem([name for name, _ in pairs], forest)
+    if problem is not None:
+        raise InputError(f"{where}: feature names do not match the forest's: {problem} "
+                         f"(its features: {_listed(f.name for f in forest.features)})")
+    return parse_instance(forest, {name: _value(v, name, where) for name, v in pairs}, where)
+
+
+def _from_row(forest: Forest, values: list[Any], where: str) -> Instance:
+    names = [f.name for f in forest.features]
+    if len(values) != len(names):
+        raise InputError(f"{where}: {len(values)} values for the forest's {len(names)} "
+                         f"features ({_listed(names)})")
+    return parse_instance(forest, {name: _value(v, name, where)
+                                   for name, v in zip(names, values)}, where)
+
+
+def _value(value: Any, name: str, where: str) -> str | int | float:
+    """A Python number or string for ``value`` (NumPy scalars converted); bools and values of
+    other kinds are refused here, NaN and unknown state names by ``parse_instance``."""
+    if not isinstance(value, (str, int, float)) and hasattr(value, "item"):
+        value = value.item()  # a NumPy scalar: float32 and int64 become float and int
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"{where}, feature {name!r}: expected a number or a state name, "
+                         f"not {value!r} ({type(value).__name__})")
+    return value
+
+
+def _listed(names: Iterable[Any]) -> str:
+    return ", ".join(repr(n) for n in names)
