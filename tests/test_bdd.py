@@ -283,7 +283,7 @@ def susan_nnf() -> dict[str, Any]:
     """Class "yes" of the Susan tree as NNF: Age>=55 ∧ (over ∨ under ∧ BType∈{A,B,AB} ∨
     normal ∧ BType∈{A,B})."""
     return {"format": NNF_FORMAT, "class": "yes", "ties": "first",
-            "features": ex.SUSAN_FOREST["features"],
+            "features": copy.deepcopy(ex.SUSAN_FOREST["features"]),  # NNF_ERRORS edits them
             "nodes": [{"lit": [0, [1]]},           # 0 Age>=55
                       {"lit": [1, [0]]},           # 1 Weight=over
                       {"lit": [1, [1]]},           # 2 Weight=under
@@ -346,7 +346,7 @@ def test_dg_conjunction_of_roots() -> None:
     forest = ex.forest(ex.SUSAN_FOREST)
     oracle = BddOracle(forest)
     tree = {"format": DG_FORMAT, "class": "yes", "ties": "first",
-            "features": ex.SUSAN_FOREST["features"],
+            "features": copy.deepcopy(ex.SUSAN_FOREST["features"]),  # NNF_ERRORS edits them
             "nodes": [{"leaf": False}, {"leaf": True},                          # 0 1
                       {"feature": 2, "branches": [[[0, 1, 2], 1], [[3], 0]]},   # 2
                       {"feature": 2, "branches": [[[0, 1], 1], [[2, 3], 0]]},   # 3

@@ -16,7 +16,6 @@ names, so that a rename or a move breaks this test rather than the page.
 
 from __future__ import annotations
 
-import copy
 import importlib
 import json
 import re
@@ -31,7 +30,7 @@ from rfcircuits.cli import main
 from rfcircuits.crosscheck import spec_examples
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import dumps
-from rfcircuits.forest import load_forest, parse_instance
+from rfcircuits.forest import load_forest
 from rfcircuits.terms import terms_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,14 +143,13 @@ def test_example_prints_what_the_page_shows(example: Example, tmp_path: Path,
     assert printed == [dumps(value) for value in example.shown]
 
 
-#: Forest file, instances file -> the example's forest, instance and answers; copied when the
-#: tests are collected, since other tests build documents that share the examples' lists.
-PAPER_EXAMPLES = copy.deepcopy({
+#: Forest file, instances file -> the example's forest, instance and answers.
+PAPER_EXAMPLES = {
     ("susan.forest.json", "susan.jsonl"): (spec_examples.SUSAN_FOREST, spec_examples.SUSAN,
                                            spec_examples.SUSAN_ANSWERS),
     ("flip.forest.json", "flip.jsonl"): (spec_examples.FLIP_FOREST, spec_examples.FLIP,
                                          spec_examples.FLIP_ANSWERS),
-})
+}
 
 
 def _option(argv: tuple[str, ...], name: str, default: str | None = None) -> str | None:
@@ -191,7 +189,7 @@ def test_library_call_gives_the_command_line_answer(tmp_path: Path) -> None:
         "explain", "--forest", "susan.forest.json", "--instances", "susan.jsonl")]
     (tmp_path / "susan.forest.json").write_text(FILES["susan.forest.json"], encoding="utf-8")
     forest = load_forest(tmp_path / "susan.forest.json")
-    x = parse_instance(forest, json_values(FILES["susan.jsonl"])[0])
+    x = json_values(FILES["susan.jsonl"])[0]
     assert Explainer(forest, ties="first").explain(x).to_line() == dumps(example.shown[0])
     shown = {k: v for k, v in example.shown[0].items()
              if k not in ("general_sufficient_reasons", "general_necessary_reasons",
