@@ -11,6 +11,9 @@ and instance JSON). Every other module, native or oracle, shares only this model
   branches ``(state mask, child)`` partition the states of the tested feature that are
   feasible there, and :class:`Leaf` nodes carrying a class index.
 - State sets are int bitmasks: bit ``s`` set means state ``s`` is in the set.
+- A forest's ``input_dtype`` says how a raw number is read before it meets the thresholds:
+  ``"float64"`` as it is, ``"float32"`` rounded to the nearest float32 first, as scikit-learn
+  casts its inputs (:func:`read_value`). Every placement of a raw number goes through it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rfcircuits.errors import InputError
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
+INPUT_DTYPES = ("float64", "float32")
 
 Instance = tuple[int, ...]
 
@@ -97,15 +101,53 @@ class Feature:
         """Mask of all states."""
         return (1 << len(self.states)) - 1
 
-    def state_of_value(self, value: float) -> int:
-        """State of a raw number: ``i`` with ``t_i < value <= t_{i+1}`` (goes-left rule)."""
+    def state_of_value(self, value: float, input_dtype: str = "float64") -> int:
+        """State of a raw number: ``i`` with ``t_i < v <= t_{i+1}`` (goes-left rule), where
+        ``v`` is ``value`` as a forest with ``input_dtype`` reads it (:func:`read_value`, whose
+        ValueError it passes on)."""
         assert self.thresholds is not None
-        return bisect.bisect_left(self.thresholds, value)
+        return bisect.bisect_left(self.thresholds, read_value(value, input_dtype))
 
     def to_json(self) -> dict[str, Any]:
         if self.thresholds is not None:
             return {"name": self.name, "thresholds": list(self.thresholds)}
         return {"name": self.name, "states": list(self.states)}
+
+
+def read_value(value: float, input_dtype: str = "float64") -> float:
+    """A raw number as a forest with ``input_dtype`` compares it with its thresholds.
+
+    ``"float32"`` rounds it to the nearest float32 (``np.float32``): scikit-learn casts its
+    inputs so and then compares ``float32(x) <= threshold``, so a value within float32
+    rounding of a threshold lies on the side ``predict`` puts it on only after this rounding.
+    Raises ValueError saying what is wrong for NaN and, with ``"float32"``, for a value no
+    finite float32 holds (infinities, magnitudes beyond about 3.4e38), which scikit-learn
+    rejects too."""
+    if math.isnan(value):
+        raise ValueError("NaN is not a value")
+    if input_dtype == "float64":
+        return value
+    import numpy as np  # here: the command line starts without numpy
+
+    with np.errstate(over="ignore"):
+        rounded = float(np.float32(value))
+    if math.isinf(rounded):
+        raise ValueError(f"{value!r} is beyond the finite float32 range (inputs are read as "
+                         "float32, as scikit-learn reads them)")
+    return rounded
+
+
+def float32_floor(t: float) -> float:
+    """The largest float32 not above ``t`` (``-inf`` when no finite float32 is). On float32
+    inputs ``v``, the tests ``v <= t`` and ``v <= u`` agree exactly when ``t`` and ``u`` have
+    the same floor."""
+    import numpy as np  # here: the command line starts without numpy
+
+    with np.errstate(over="ignore"):
+        v = np.float32(t)
+    if float(v) > t:
+        v = np.nextafter(v, np.float32(-np.inf))
+    return float(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +190,15 @@ class Tree:
 
 @dataclass(frozen=True)
 class Forest:
-    """A random forest over discrete features (SPEC §2). Construction validates (SPEC §5)."""
+    """A random forest over discrete features (SPEC §2). Construction validates (SPEC §5).
+
+    ``input_dtype`` (one of :data:`INPUT_DTYPES`) is how raw numbers are read before they are
+    placed in interval states (:func:`read_value`); it changes nothing else."""
 
     features: tuple[Feature, ...]
     classes: tuple[str, ...]
     trees: tuple[Tree, ...]
+    input_dtype: str = "float64"
     feature_index: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -186,12 +232,14 @@ class Forest:
         return math.prod(f.n_states for f in self.features)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": FOREST_FORMAT,
-            "classes": list(self.classes),
-            "features": [f.to_json() for f in self.features],
-            "trees": [{"nodes": [_node_json(self, n) for n in t.nodes]} for t in self.trees],
-        }
+        """The ``rfcircuits.forest/1`` document; ``input_dtype`` only when not the default, so
+        that float64 forests keep the documents they had before the field existed."""
+        doc: dict[str, Any] = {"format": FOREST_FORMAT}
+        if self.input_dtype != "float64":
+            doc["input_dtype"] = self.input_dtype
+        doc.update(classes=list(self.classes), features=[f.to_json() for f in self.features],
+                   trees=[{"nodes": [_node_json(self, n) for n in t.nodes]} for t in self.trees])
+        return doc
 
 
 def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
@@ -225,6 +273,9 @@ def _names(feature: Feature, mask: int) -> str:
 
 def check_forest(forest: Forest) -> None:
     """Raise :class:`InputError` naming tree, node and problem if the forest is malformed."""
+    if forest.input_dtype not in INPUT_DTYPES:
+        raise InputError(f"input_dtype: {forest.input_dtype!r} is not one of "
+                         f"{', '.join(INPUT_DTYPES)}")
     if not forest.classes:
         raise InputError("classes: at least one class is required")
     _unique("classes", forest.classes)
@@ -415,7 +466,11 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
     fmt = r.get(obj, "format", str, "forest")
     if fmt != FOREST_FORMAT:
         raise r.fail("forest", f"field 'format' must be {FOREST_FORMAT!r}, not {fmt!r}")
-    r.only(obj, ("format", "classes", "features", "trees", "meta"), "forest")
+    r.only(obj, ("format", "input_dtype", "classes", "features", "trees", "meta"), "forest")
+    input_dtype = r.get(obj, "input_dtype", str, "forest") if "input_dtype" in obj else "float64"
+    if input_dtype not in INPUT_DTYPES:
+        raise r.fail("forest", f"field 'input_dtype' must be one of "
+                               f"{', '.join(map(repr, INPUT_DTYPES))}, not {input_dtype!r}")
     classes = r.get(obj, "classes", list, "forest")
     for i, c in enumerate(classes):
         if not isinstance(c, str):
@@ -483,7 +538,7 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
             nodes.append(Branching(index[fname], tuple(branches)))
         trees.append(Tree(tuple(nodes)))
     try:
-        return Forest(tuple(features), tuple(classes), tuple(trees))
+        return Forest(tuple(features), tuple(classes), tuple(trees), input_dtype)
     except InputError as exc:
         raise r.fail("forest", str(exc)) from None
 
@@ -548,10 +603,10 @@ def parse_instance(forest: Forest, obj: Any, where: str = "instance") -> Instanc
     missing = [f.name for f in forest.features if f.name not in obj]
     if missing:
         raise InputError(f"{where}: missing feature {missing[0]!r}")
-    return tuple(_state_of(f, obj[f.name], where) for f in forest.features)
+    return tuple(_state_of(f, obj[f.name], where, forest.input_dtype) for f in forest.features)
 
 
-def _state_of(feature: Feature, value: Any, where: str) -> int:
+def _state_of(feature: Feature, value: Any, where: str, input_dtype: str) -> int:
     if isinstance(value, str):
         try:
             return feature.states.index(value)
@@ -560,9 +615,10 @@ def _state_of(feature: Feature, value: Any, where: str) -> int:
             raise InputError(f"{where}, feature {feature.name!r}: {value!r} is not {kind} "
                              f"(states: {', '.join(feature.states)})") from None
     if feature.is_numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if math.isnan(value):
-            raise InputError(f"{where}, feature {feature.name!r}: NaN is not a value")
-        return feature.state_of_value(float(value))
+        try:
+            return feature.state_of_value(float(value), input_dtype)
+        except (ValueError, OverflowError) as exc:  # OverflowError: an int beyond any float
+            raise InputError(f"{where}, feature {feature.name!r}: {exc}") from None
     expected = "a number or an interval state name" if feature.is_numeric else "a state name"
     raise InputError(f"{where}, feature {feature.name!r}: expected {expected}, "
                      f"not {json.dumps(value)}")

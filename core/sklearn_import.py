@@ -1,39 +1,90 @@
 """Import fitted scikit-learn tree ensembles into the forest model (SPEC §1, §2).
 
-Supports ``RandomForestClassifier``, ``ExtraTreesClassifier`` and ``DecisionTreeClassifier``.
-Every feature becomes numeric; its thresholds are all thresholds any tree uses on it. A leaf
-votes for the argmax (first on ties) of its class distribution, as each sklearn tree's
-``predict`` does. A feature re-tested lower in a tree keeps only its feasible states; a test
-that the path already decides is skipped (its reachable child takes its place).
+Supports fitted single-output ``RandomForestClassifier``, ``ExtraTreesClassifier`` and
+``DecisionTreeClassifier`` models (and their subclasses); not a ``Pipeline``, whose other steps
+transform the inputs before its trees see them. Every feature becomes numeric; its thresholds
+are the thresholds any tree uses on it. A leaf votes for the argmax (first on ties) of its
+class distribution, as each scikit-learn tree's ``predict`` does. A feature re-tested lower in
+a tree keeps only its feasible states; a test that the path already decides is skipped (its
+reachable child takes its place).
 
-scikit-learn compares ``float32(x) <= threshold``; :func:`instances_from_values` applies the
-same cast so that states agree with ``predict`` on the rows it is given.
+scikit-learn casts its inputs to float32 and then compares ``float32(x) <= threshold`` with
+float64 thresholds. An imported forest therefore has ``input_dtype`` ``"float32"``: every raw
+number placed in its states is rounded to float32 first
+(:func:`rfcircuits.forest.read_value`), and thresholds that no float32 separates are merged
+(:func:`merge_thresholds`), so that states agree with ``predict`` on every input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode
+from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, \
+    float32_floor
+
+SUPPORTED = "RandomForestClassifier, ExtraTreesClassifier or DecisionTreeClassifier"
 
 
 def _estimators(model: Any) -> list[Any]:
+    """The fitted trees of a supported model; InputError for anything else."""
+    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.exceptions import NotFittedError
+    from sklearn.pipeline import Pipeline
+    from sklearn.tree import DecisionTreeClassifier
+    from sklearn.utils.validation import check_is_fitted
+
     name = type(model).__name__
-    if name not in ("RandomForestClassifier", "ExtraTreesClassifier", "DecisionTreeClassifier"):
-        raise InputError(f"cannot import a {name}: expected a fitted RandomForestClassifier, "
-                         "ExtraTreesClassifier or DecisionTreeClassifier")
-    if not hasattr(model, "n_features_in_"):
-        raise InputError(f"this {name} is not fitted: call its fit(X, y) first")
-    return [model] if name == "DecisionTreeClassifier" else list(model.estimators_)
+    if isinstance(model, Pipeline):
+        raise InputError(f"cannot import a {name}: its steps before the trees transform the "
+                         "inputs, which a forest over the raw features cannot express; import "
+                         "its final estimator (pipeline[-1]) only if those steps leave the "
+                         "features unchanged")
+    if not isinstance(model, (RandomForestClassifier, ExtraTreesClassifier,
+                              DecisionTreeClassifier)):
+        raise InputError(f"cannot import a {name}: expected a fitted {SUPPORTED}")
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        raise InputError(f"cannot import an unfitted {name}: fit it first") from None
+    if isinstance(model, DecisionTreeClassifier):
+        return [model]
+    return list(model.estimators_)
+
+
+def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[float, int]]:
+    """The thresholds a float32 forest keeps (ascending), and for every given threshold the
+    index of the kept one that stands for it.
+
+    Two thresholds ``t1 < t2`` with no float32 ``v`` such that ``t1 < v <= t2`` (the same
+    :func:`float32_floor`) make the tests ``v <= t1`` and ``v <= t2`` agree on every float32
+    input, and the interval state ``(t1, t2]`` between them holds no input scikit-learn can be
+    given. Such a state would be a world no input reaches, yet explanations would quantify
+    over it: a sufficient reason would have to cover it, a counterfactual could use it. So
+    thresholds with one float32 floor are one test: the smallest stands for all, every tree
+    test on the others maps to it, and every state holds a float32 input.
+    """
+    kept: list[float] = []
+    index: dict[float, int] = {}
+    floor = -math.inf
+    for t in sorted(set(thresholds)):
+        f32 = float32_floor(t)
+        if not kept or f32 != floor:
+            kept.append(t)
+            floor = f32
+        index[t] = len(kept) - 1
+    return kept, index
 
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
                         class_names: Sequence[str] | None = None) -> Forest:
-    """The forest of a fitted scikit-learn classifier (hard-majority semantics, SPEC §2)."""
+    """The forest of a fitted scikit-learn classifier (hard-majority semantics, SPEC §2), with
+    ``input_dtype`` ``"float32"`` (module docstring)."""
     estimators = _estimators(model)
     if getattr(model, "n_outputs_", 1) != 1:
         raise InputError("multi-output classifiers are not supported")
@@ -48,15 +99,22 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     if len(classes) != len(model.classes_):
         raise InputError(f"{len(classes)} class names for {len(model.classes_)} classes")
     thresholds: list[set[float]] = [set() for _ in range(n_features)]
-    for est in estimators:
+    for k, est in enumerate(estimators):
         t = est.tree_
         for f, thr in zip(t.feature, t.threshold):
-            if f >= 0:
-                thresholds[f].add(float(thr))
-    features = [Feature.numeric(n, ts) for n, ts in zip(feature_names, thresholds)]
-    index = [{t: k for k, t in enumerate(f.thresholds or ())} for f in features]
+            if f < 0:
+                continue
+            if not math.isfinite(thr):  # scikit-learn's split of missing from present values
+                raise InputError(f"tree {k} splits {feature_names[f]!r} at {thr}: a model "
+                                 "trained with missing values (NaN) cannot be imported")
+            thresholds[f].add(float(thr))
+    features, index = [], []
+    for name, ts in zip(feature_names, thresholds):
+        kept, where = merge_thresholds(ts)
+        features.append(Feature.numeric(name, kept))
+        index.append(where)
     trees = [_convert(est.tree_, features, index) for est in estimators]
-    return Forest(tuple(features), tuple(classes), tuple(trees))
+    return Forest(tuple(features), tuple(classes), tuple(trees), "float32")
 
 
 def _convert(t: Any, features: list[Feature], index: list[dict[float, int]]) -> Tree:
@@ -87,14 +145,48 @@ def _convert(t: Any, features: list[Feature], index: list[dict[float, int]]) -> 
     return Tree(tuple(nodes))  # type: ignore[arg-type]  # every slot is filled
 
 
-def instances_from_values(forest: Forest, rows: Any) -> list[Instance]:
-    """States of raw numeric rows (features in forest order), cast to float32 like sklearn."""
-    data = np.asarray(rows, dtype=np.float32).astype(np.float64)
+def instances_from_values(forest: Forest, rows: Any,
+                          where: Callable[[int, int], str] | None = None) -> list[Instance]:
+    """States of raw numeric rows (features in forest order), each value read as the forest's
+    ``input_dtype`` says (float32 for an imported forest, so states agree with ``predict``).
+
+    ``where(i, j)`` names value ``j`` of row ``i`` in error messages (default: the row's number
+    from 1 and the feature's name)."""
+    data = np.asarray(rows, dtype=np.float64)
     if data.ndim != 2 or data.shape[1] != len(forest.features):
         raise InputError(f"expected rows of {len(forest.features)} values, got shape {data.shape}")
-    columns = []
-    for j, f in enumerate(forest.features):
+    for f in forest.features:
         if f.thresholds is None:
             raise InputError(f"feature {f.name!r} is categorical; raw values need numeric features")
-        columns.append(np.searchsorted(np.asarray(f.thresholds), data[:, j], side="left"))
-    return [tuple(int(c[i]) for c in columns) for i in range(data.shape[0])]
+    out = []
+    for i, row in enumerate(data.tolist()):
+        x = []
+        for j, (f, value) in enumerate(zip(forest.features, row)):
+            try:
+                x.append(f.state_of_value(value, forest.input_dtype))
+            except ValueError as exc:
+                place = where(i, j) if where else f"row {i + 1}, feature {f.name!r}"
+                raise InputError(f"{place}: {exc}") from None
+        out.append(tuple(x))
+    return out
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """A model saved with :mod:`pickle` or ``joblib.dump`` (``joblib.load`` reads both).
+
+    Loading a pickle runs code the file names: load only files you trust."""
+    import joblib
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, expected a model file")
+    try:
+        return joblib.load(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (ImportError, AttributeError) as exc:  # a class this Python does not have
+        raise InputError(f"{path}: cannot load the model ({exc})") from None
+    except Exception:  # unpickling other bytes can raise anything
+        raise InputError(f"{path}: not a pickle or joblib file of a model") from None

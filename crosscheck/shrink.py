@@ -42,7 +42,7 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
             yield forest, [x]
     for t in range(len(forest.trees)):
         if len(forest.trees) > 1:
-            yield from _valid(forest.features, forest.classes,
+            yield from _valid(forest, forest.features, forest.classes,
                               forest.trees[:t] + forest.trees[t + 1:], instances)
     for t, tree in enumerate(forest.trees):
         for k, node in enumerate(tree.nodes):
@@ -50,7 +50,7 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
                 for label in sorted({n.label for n in tree.nodes if type(n) is Leaf}):
                     trees = list(forest.trees)
                     trees[t] = _compact(tree.nodes[:k] + (Leaf(label),) + tree.nodes[k + 1:])
-                    yield from _valid(forest.features, forest.classes, trees, instances)
+                    yield from _valid(forest, forest.features, forest.classes, trees, instances)
     tested = {n.feature for tree in forest.trees for n in tree.nodes if type(n) is Branching}
     for f in range(len(forest.features)):
         if f not in tested:
@@ -61,13 +61,15 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
     last = len(forest.classes) - 1
     if last >= 2 and not any(type(n) is Leaf and n.label == last
                              for tree in forest.trees for n in tree.nodes):
-        yield from _valid(forest.features, forest.classes[:-1], forest.trees, instances)
+        yield from _valid(forest, forest.features, forest.classes[:-1], forest.trees, instances)
 
 
-def _valid(features: Sequence[Feature], classes: Sequence[str], trees: Sequence[Tree],
-           instances: list[Instance]) -> Iterator[Case]:
+def _valid(forest: Forest, features: Sequence[Feature], classes: Sequence[str],
+           trees: Sequence[Tree], instances: list[Instance]) -> Iterator[Case]:
+    """The forest of these parts, with ``forest``'s other properties (its ``input_dtype``), if
+    it is valid."""
     try:
-        yield Forest(tuple(features), tuple(classes), tuple(trees)), instances
+        yield Forest(tuple(features), tuple(classes), tuple(trees), forest.input_dtype), instances
     except InputError:
         return
 
@@ -116,7 +118,8 @@ def _without_feature(forest: Forest, instances: list[Instance], f: int) -> Itera
         return
     features = forest.features[:f] + forest.features[f + 1:]
     trees = _map_trees(forest, lambda g: g - (g > f), lambda g, m: m)
-    yield from _valid(features, forest.classes, trees, [x[:f] + x[f + 1:] for x in instances])
+    yield from _valid(forest, features, forest.classes, trees,
+                      [x[:f] + x[f + 1:] for x in instances])
 
 
 def _merge_states(forest: Forest, instances: list[Instance], f: int, s: int) -> Iterator[Case]:
@@ -142,4 +145,5 @@ def _merge_states(forest: Forest, instances: list[Instance], f: int, s: int) -> 
 
     features = forest.features[:f] + (merged,) + forest.features[f + 1:]
     moved = [x[:f] + (x[f] - (x[f] > s),) + x[f + 1:] for x in instances]
-    yield from _valid(features, forest.classes, _map_trees(forest, lambda g: g, squeeze), moved)
+    yield from _valid(forest, features, forest.classes,
+                      _map_trees(forest, lambda g: g, squeeze), moved)

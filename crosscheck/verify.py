@@ -15,7 +15,9 @@ form, is malformed input. Instances with no line are reported and make the verdi
 state indices (``"states": [1, 2]``) or, for a numeric feature, a numeric interval
 (``{"feature": "x1", "interval": [0.5, 2.5]}`` meaning ``0.5 < x1 <= 2.5``, ``null`` for an
 infinite bound). An interval stands for the states it covers, so its finite bounds must be
-thresholds of the feature (equal up to a relative 1e-9, to absorb printing); a bound that cuts
+thresholds of the feature (equal up to a relative 1e-9, to absorb printing; in a forest that
+reads float32 inputs, equal on every float32 input, as thresholds the scikit-learn importer
+merged are); a bound that cuts
 a state, an empty or full literal (SPEC §1), or two literals on one feature in a term or
 clause is malformed input.
 
@@ -67,7 +69,8 @@ from typing import Any
 from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation
-from rfcircuits.forest import Feature, Forest, Instance, check_ties, instance_to_json, parse_instance
+from rfcircuits.forest import Feature, Forest, Instance, check_ties, float32_floor, \
+    instance_to_json, parse_instance
 from rfcircuits.terms import Literal, Term, literal_text, make, term_json, term_text
 from rfcircuits.crosscheck.sat import SatOracle
 
@@ -123,25 +126,36 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def threshold_index(feature: Feature, bound: float, where: str) -> int:
+def threshold_index(feature: Feature, bound: float, where: str,
+                    input_dtype: str = "float64") -> int:
     """The index of the threshold of a numeric feature equal to ``bound`` (up to
-    :data:`BOUND_TOLERANCE`); InputError naming ``where`` when none is."""
+    :data:`BOUND_TOLERANCE`) or, for a forest reading float32 inputs, testing them alike (the
+    same :func:`float32_floor`: the threshold scikit-learn's trees hold where the importer
+    merged it into another); InputError naming ``where`` when none is."""
     ts = feature.thresholds or ()
     for k, t in enumerate(ts):
         if math.isclose(bound, t, rel_tol=BOUND_TOLERANCE, abs_tol=BOUND_TOLERANCE):
             return k
+    if input_dtype == "float32":
+        floor = float32_floor(bound)
+        for k, t in enumerate(ts):
+            if float32_floor(t) == floor:
+                return k
     shown = ", ".join(repr(t) for t in ts) or "none"
     raise InputError(f"{where}: bound {bound!r} is not a threshold of {feature.name!r}, so the "
                      f"interval cuts one of its states (thresholds: {shown})")
 
 
-def interval_mask(feature: Feature, low: float | None, high: float | None, where: str) -> int:
-    """States of a numeric feature covered by ``low < value <= high`` (None: unbounded).
+def interval_mask(feature: Feature, low: float | None, high: float | None, where: str,
+                  input_dtype: str = "float64") -> int:
+    """States of a numeric feature covered by ``low < value <= high`` (None: unbounded), in a
+    forest reading its inputs as ``input_dtype``.
 
     State ``s`` is ``(t_s, t_{s+1}]`` (SPEC §1), so ``low = t_a`` starts at state ``a+1`` and
     ``high = t_b`` ends at state ``b``; a bound that is not a threshold cuts a state."""
-    first = 0 if low is None else threshold_index(feature, low, where) + 1
-    last = feature.n_states - 1 if high is None else threshold_index(feature, high, where)
+    first = 0 if low is None else threshold_index(feature, low, where, input_dtype) + 1
+    last = feature.n_states - 1 if high is None else \
+        threshold_index(feature, high, where, input_dtype)
     if first > last:
         raise InputError(f"{where}: the interval ({low}, {high}] holds no state of "
                          f"{feature.name!r}")
@@ -171,7 +185,7 @@ def parse_literal(forest: Forest, obj: Any, where: str) -> Literal:
         if not (isinstance(bounds, list) and len(bounds) == 2
                 and all(b is None or _is_number(b) for b in bounds)):
             raise InputError(f"{where}: 'interval' must be [low, high] with numbers or null")
-        mask = interval_mask(feature, bounds[0], bounds[1], where)
+        mask = interval_mask(feature, bounds[0], bounds[1], where, forest.input_dtype)
     else:
         states = obj["states"]
         if not isinstance(states, list) or not states:

@@ -326,8 +326,8 @@ def test_from_sklearn_names_and_refusals(iris_model):
     assert rfcircuits.from_sklearn(iris_model, class_names=IRIS.target_names).classes == \
         ("setosa", "versicolor", "virginica")
     for call, message in [
-        (lambda: rfcircuits.from_sklearn(RandomForestClassifier()), "not fitted"),
-        (lambda: rfcircuits.from_sklearn(DecisionTreeClassifier()), "not fitted"),
+        (lambda: rfcircuits.from_sklearn(RandomForestClassifier()), "unfitted"),
+        (lambda: rfcircuits.from_sklearn(DecisionTreeClassifier()), "unfitted"),
         (lambda: rfcircuits.from_sklearn(object()), "cannot import a object"),
         (lambda: rfcircuits.from_sklearn(iris_model, ["a"]), "1 feature names for 4"),
         (lambda: rfcircuits.from_sklearn(iris_model, class_names=["a"]), "1 class names for 3"),

@@ -1,12 +1,22 @@
-"""The CLI: train, compile, demo and bench, and the bad-input policy (exit 2, no traceback)."""
+"""The CLI: train, import, compile, demo and bench, --help, and the bad-input policy (exit 2,
+no traceback)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
+import pickle
 
+import joblib
+import numpy as np
 import pytest
-from sklearn.datasets import load_iris
+from sklearn.datasets import load_iris, make_classification
+from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
 
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
@@ -238,3 +248,193 @@ def test_durations_and_counts_must_be_positive(argv, argument, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {argument}:" in err and "Traceback" not in err
+
+
+# --- rfcircuits import ------------------------------------------------------------------------
+
+
+def _hard_vote_figures(model, X, labels):
+    """Accuracy of the hard-majority vote of scikit-learn's own trees (first class on ties),
+    and its agreement with the model's predict, as ``train`` prints them."""
+    trees = getattr(model, "estimators_", [model])
+    votes = np.array([np.searchsorted(t.classes_, t.predict(X)) for t in trees])
+    n_classes = len(model.classes_)
+    hard = model.classes_[[int(np.argmax(np.bincount(votes[:, i], minlength=n_classes)))
+                           for i in range(len(X))]]
+    accuracy = None if labels is None else f"{100 * np.mean(hard == labels):.2f}%"
+    return accuracy, f"{100 * np.mean(hard == model.predict(X)):.2f}%"
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize("saver", ["joblib", "pickle"])
+def test_import_a_model_file_and_report_on_rows(tmp_path, capsys, saver):
+    X, y = make_classification(n_samples=200, n_features=5, n_informative=3, n_classes=3,
+                               random_state=1)
+    X = np.round(X, 3)
+    model = RandomForestClassifier(n_estimators=7, max_depth=4, random_state=0).fit(X, y)
+    path = tmp_path / "model.bin"
+    if saver == "joblib":
+        joblib.dump(model, path)
+    else:
+        path.write_bytes(pickle.dumps(model))
+    out = tmp_path / "m.forest.json"
+    # Fitted without names: columns by position, the last one the labels.
+    data = _write_csv(tmp_path / "rows.csv", ["a", "b", "c", "d", "e", "label"],
+                      [[*row, label] for row, label in zip(X, y)])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data)]) == 0
+    accuracy, agreement = _hard_vote_figures(model, X, y)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("model.bin (RandomForestClassifier): 7 trees, depth 4, ")
+    assert lines[0].endswith("nodes; 200 rows")
+    assert lines[1:] == [f"accuracy (hard-majority vote): {accuracy}",
+                         f"vote agrees with sklearn predict: {agreement} of rows",
+                         f"wrote {out}"]
+    doc = json.loads(out.read_text())
+    assert doc["input_dtype"] == "float32" and len(doc["trees"]) == 7
+    assert doc["classes"] == ["0", "1", "2"]
+    assert [f["name"] for f in doc["features"]] == ["x0", "x1", "x2", "x3", "x4"]
+    # Without the label column there is no accuracy to report.
+    bare = _write_csv(tmp_path / "bare.csv", ["a", "b", "c", "d", "e"], X)
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(bare)]) == 0
+    printed = capsys.readouterr().out
+    assert "accuracy" not in printed and f"agrees with sklearn predict: {agreement}" in printed
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_import_matches_named_columns_by_name(tmp_path, capsys):
+    bunch = load_iris()
+    names = ["sl", "sw", "pl", "pw"]
+    labels = np.array(["setosa", "versicolor", "virginica"])[bunch.target]
+    model = DecisionTreeClassifier(max_depth=3, random_state=0).fit(bunch.data, labels)
+    model.feature_names_in_ = np.array(names, dtype=object)  # as fitting on a DataFrame sets
+    path = tmp_path / "tree.pkl"
+    path.write_bytes(pickle.dumps(model))
+    # Columns in another order, the labels in the middle: matched by name, labels left over.
+    data = _write_csv(tmp_path / "rows.csv", ["pw", "sl", "species", "pl", "sw"],
+                      [[row[3], row[0], label, row[2], row[1]]
+                       for row, label in zip(bunch.data, labels)])
+    out = tmp_path / "t.forest.json"
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data)]) == 0
+    accuracy, agreement = _hard_vote_figures(model, bunch.data, labels)
+    printed = capsys.readouterr().out
+    assert "tree.pkl (DecisionTreeClassifier): 1 trees, depth 3" in printed
+    assert f"accuracy (hard-majority vote): {accuracy}\n" in printed
+    assert f"vote agrees with sklearn predict: {agreement} of rows" in printed
+    doc = json.loads(out.read_text())
+    assert [f["name"] for f in doc["features"]] == names
+    assert doc["classes"] == ["setosa", "versicolor", "virginica"]
+    # An extra column is neither a feature nor the labels once --target names them.
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data),
+                 "--target", "pw"]) == 2
+    assert "--target 'pw' is a feature of the model" in capsys.readouterr().err
+    missing = _write_csv(tmp_path / "missing.csv", ["sl", "pw", "species"], [[1, 2, "setosa"]])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data",
+                 str(missing)]) == 2
+    assert "no column for the model's feature(s) 'sw', 'pl'" in capsys.readouterr().err
+
+
+def _model_file(tmp_path, name, obj):
+    path = tmp_path / name
+    joblib.dump(obj, path)
+    return path
+
+
+def _text_file(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("hello")
+    return path
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p / "absent.joblib", "absent.joblib: no such file"),
+    (lambda p: p, "is a directory"),
+    (lambda p: _text_file(p, "text.pkl"), "text.pkl: not a pickle or joblib file of a model"),
+    (lambda p: _model_file(p, "lr.joblib", LogisticRegression().fit([[0], [1]], [0, 1])),
+     "cannot import a LogisticRegression: expected a fitted RandomForestClassifier, "
+     "ExtraTreesClassifier or DecisionTreeClassifier"),
+    (lambda p: _model_file(p, "unfitted.joblib", ExtraTreesClassifier()),
+     "cannot import an unfitted ExtraTreesClassifier: fit it first"),
+    (lambda p: _model_file(p, "pipe.joblib", make_pipeline(
+        StandardScaler(), DecisionTreeClassifier()).fit([[0], [1]], [0, 1])),
+     "cannot import a Pipeline"),
+])
+def test_import_errors_exit_2_with_one_message(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+    out = tmp_path / "f.forest.json"
+    assert main(["import", "--model", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_import_checks_rows_by_position_and_range(tmp_path, capsys):
+    model = DecisionTreeClassifier(random_state=0).fit([[0, 0], [1, 1], [2, 0]], [0, 1, 1])
+    path = _model_file(tmp_path, "m.joblib", model)
+    out = tmp_path / "f.forest.json"
+    wide = _write_csv(tmp_path / "wide.csv", ["a", "b", "c", "d"], [[1, 2, 3, 4]])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(wide)]) == 2
+    assert "4 feature columns for a model of 2 features" in capsys.readouterr().err
+    big = _write_csv(tmp_path / "big.csv", ["a", "b", "y"], [[1, 0, 1], [1e39, 0, 0]])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(big)]) == 2
+    assert "big.csv, line 3, column 'a': 1e+39 is beyond the finite float32 range" in \
+        capsys.readouterr().err
+    strange = _write_csv(tmp_path / "strange.csv", ["a", "b", "y"], [[1, 0, "p"], [2, 0, "q"]])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data",
+                 str(strange)]) == 2
+    assert "no label is a class of the model (0, 1); is it the label column?" in \
+        capsys.readouterr().err
+    floats = _write_csv(tmp_path / "floats.csv", ["a", "b", "y"], [[0, 0, "0.0"], [2, 0, "1.0"]])
+    assert main(["import", "--model", str(path), "--out", str(out), "--data",
+                 str(floats)]) == 0
+    assert "accuracy (hard-majority vote): 100.00%" in capsys.readouterr().out
+
+
+def test_train_rejects_values_beyond_float32(tmp_path, capsys):
+    path = _write_csv(tmp_path / "d.csv", ["a", "target"],
+                      [[1, 0], [2, 1], [3, 0], ["-inf", 1]])
+    assert main(["train", "--data", str(path), "--out", str(tmp_path / "f.json")]) == 2
+    assert "d.csv, line 5, column 'a': -inf is beyond the finite float32 range" in \
+        capsys.readouterr().err
+
+
+# --- --help -----------------------------------------------------------------------------------
+
+
+def _parsers(parser, prefix=()):
+    """Every parser of the command line with its command words."""
+    yield prefix, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, (*prefix, name))
+
+
+def test_help_gives_every_option_a_meaning_and_its_default():
+    from rfcircuits.cli.main import build_parser
+
+    seen = set()
+    for words, parser in _parsers(build_parser()):
+        seen.add(" ".join(words))
+        shown = "".join(parser.format_help().split())
+        for action in parser._actions:
+            if not action.option_strings:
+                continue
+            name = f"{' '.join(words)} {action.option_strings[-1]}"
+            assert action.help and action.help.strip(), f"{name}: no help"
+            text = parser._get_formatter()._expand_help(action)
+            assert "".join(text.split()) in shown, name
+            default = action.default
+            if default is None or default is False or default == argparse.SUPPRESS:
+                continue
+            if "default" in action.help.lower():  # stated in words
+                continue
+            assert text.endswith(f"(default: {default})"), name
+    assert {"train", "import", "compile", "explain", "demo", "bench", "crosscheck", "fuzz",
+            "mutate", "verify", "verify-pyxai", "corpus build", "corpus check"} <= seen

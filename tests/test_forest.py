@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import random
 
 import pytest
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import (Feature, forest_from_json, instance_to_json, interval_names,
-                               load_forest, load_instances, parse_instance, save_forest)
+from rfcircuits.forest import (Feature, Forest, forest_from_json, instance_to_json,
+                               interval_names, load_forest, load_instances, parse_instance,
+                               read_value, save_forest)
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.crosscheck.strategies import random_forest
 
@@ -145,6 +147,49 @@ def test_instances():
         parse_instance(numeric, {"x": True})
     with pytest.raises(InputError, match="'big' is not an interval state name or a number"):
         parse_instance(numeric, {"x": "big"})
+
+
+NUMERIC = {"format": "rfcircuits.forest/1", "classes": ["a", "b"],
+           "features": [{"name": "x", "thresholds": [0.1, 2.5]}],
+           "trees": [{"nodes": [{"class": "a"}]}]}
+
+
+def test_input_dtype_is_written_only_for_float32(tmp_path):
+    plain = forest_from_json(NUMERIC)
+    assert plain.input_dtype == "float64" and "input_dtype" not in plain.to_json()
+    assert forest_from_json({**NUMERIC, "input_dtype": "float64"}) == plain
+    f32 = forest_from_json({**NUMERIC, "input_dtype": "float32"})
+    assert f32.input_dtype == "float32" and f32 != plain
+    path = tmp_path / "f.forest.json"
+    save_forest(f32, path)
+    assert json.loads(path.read_text())["input_dtype"] == "float32"
+    assert load_forest(path) == f32
+    for value, problem in (("float16", "field 'input_dtype' must be one of 'float64', "
+                                       "'float32', not 'float16'"),
+                           (32, "field 'input_dtype' must be a string, not int")):
+        bad({**NUMERIC, "input_dtype": value}, f"forest: {problem}")
+    with pytest.raises(InputError, match="input_dtype: 'float16' is not one of"):
+        Forest(plain.features, plain.classes, plain.trees, "float16")
+
+
+def test_float32_forests_round_raw_numbers_first():
+    plain = forest_from_json(NUMERIC)
+    f32 = forest_from_json({**NUMERIC, "input_dtype": "float32"})
+    # float32(0.1) = 0.10000000149... lies above the threshold 0.1; 0.09999999 rounds below it.
+    assert parse_instance(plain, {"x": 0.1}) == (0,)
+    assert parse_instance(f32, {"x": 0.1}) == (1,)
+    assert parse_instance(plain, {"x": 0.09999999}) == parse_instance(f32, {"x": 0.09999999})
+    assert parse_instance(plain, {"x": 1e39}) == parse_instance(plain, {"x": math.inf}) == (2,)
+    for value in (1e39, -1e39, math.inf, -math.inf):
+        with pytest.raises(InputError, match=r"line 4, feature 'x': .* beyond the finite "
+                                             r"float32 range"):
+            parse_instance(f32, {"x": value}, "i.jsonl, line 4")
+    for forest in (plain, f32):
+        with pytest.raises(InputError, match="feature 'x': NaN is not a value"):
+            parse_instance(forest, {"x": math.nan})
+        with pytest.raises(InputError, match="feature 'x': int too large"):
+            parse_instance(forest, {"x": 10 ** 400})
+    assert read_value(3.4028235e38 * (1 + 2 ** -26), "float32") == 3.4028234663852886e38
 
 
 def test_load_instances_names_the_line(tmp_path):

@@ -11,9 +11,9 @@ import pytest
 
 from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
-from rfcircuits.forest import instance_to_json
+from rfcircuits.forest import forest_from_json, instance_to_json
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.fuzz import make_case, run_case
+from rfcircuits.crosscheck.fuzz import make_case, repro, run_case
 from rfcircuits.crosscheck.harness import crosscheck
 from rfcircuits.crosscheck.shrink import shrink
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
@@ -102,6 +102,19 @@ def test_shrinking_keeps_the_failure_and_reduces_the_case(monkeypatch):
     assert fails(small, ys)
     assert len(ys) == 1
     assert len(small.trees) <= len(f.trees) and small.n_nodes <= f.n_nodes
+
+
+def test_shrinking_and_repro_files_keep_the_input_dtype(tmp_path, capsys):
+    f = dataclasses.replace(random_forest(random.Random(5), Limits(max_trees=4)),
+                            input_dtype="float32")
+    xs = [random_instance(random.Random(6), f) for _ in range(3)]
+    small, ys = shrink(f, xs, lambda g, zs: True)
+    assert small.n_nodes < f.n_nodes and small.input_dtype == "float32"
+    doc = repro(small, ys, "first", [])
+    assert doc["forest"]["input_dtype"] == "float32"
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    assert main(["crosscheck", "--replay", str(tmp_path / "r.json"), "--no-progress"]) == 0
+    assert forest_from_json(doc["forest"]) == small
 
 
 def test_crosscheck_cli_and_replay(tmp_path, monkeypatch, capsys):

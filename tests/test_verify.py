@@ -279,6 +279,18 @@ def test_interval_maps_to_exactly_the_covered_states():
         verify_module.interval_mask(x1, 1.0, 4.0, "w")
 
 
+def test_float32_forests_accept_bounds_no_float32_separates_from_a_threshold():
+    doc = {**NUMERIC_FOREST, "input_dtype": "float32"}
+    x1 = forest_from_json(doc).features[0]
+    merged = 2.5 + 2.0 ** -28  # no float32 in (2.5, merged]: a threshold the importer merges
+    assert verify_module.interval_mask(x1, merged, None, "w", "float32") == 0b1100
+    assert verify_module.interval_mask(x1, None, merged, "w", "float32") == 0b0011
+    with pytest.raises(Exception, match="cuts one of its states"):
+        verify_module.interval_mask(x1, merged, None, "w")  # beyond the printing tolerance
+    with pytest.raises(Exception, match="cuts one of its states"):
+        verify_module.interval_mask(x1, 2.5 + 2.0 ** -21, None, "w", "float32")  # a float32
+
+
 # --- the SAT-check size limit and disputes ----------------------------------------------------
 
 

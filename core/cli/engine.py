@@ -13,68 +13,137 @@ import contextlib
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rfcircuits.atomicio import atomic_open, write_json
 from rfcircuits.errors import BudgetExceeded, InputError
-from rfcircuits.forest import TIES, load_forest, save_forest
+from rfcircuits.forest import TIES, Forest, load_forest, save_forest
 from rfcircuits.formats import circuit_stem
 from rfcircuits.progress import Progress
+
+if TYPE_CHECKING:
+    from rfcircuits.datasets import Scored
 
 Handler = Callable[[argparse.Namespace], int]
 
 
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: X)`` is appended to an option's help
+    unless the default is None, False or suppressed (nothing to show: the help says what
+    absence means) or the help already speaks of its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (action.option_strings and not (default is None or default is False
+                                           or default == argparse.SUPPRESS)
+                and not re.search(r"\bdefault\b", text, re.IGNORECASE)):
+            text += " (default: %(default)s)"
+        return text
+
+
+class Parser(argparse.ArgumentParser):
+    """The CLI's parsers: help through :class:`DefaultsFormatter`; sub-command parsers are of
+    this class too (argparse makes them of their parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def add_no_progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-progress", action="store_true",
+                   help="draw no progress bar on stderr")
+
+
 def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
-    """Register train, compile, explain, demo and bench; ``bench_extra`` adds benchmarks
-    (``rfcircuits bench NAME``) from layers above ``core`` (the oracle comparisons)."""
+    """Register train, import, compile, explain, demo and bench; ``bench_extra`` adds
+    benchmarks (``rfcircuits bench NAME``) from layers above ``core`` (the oracle
+    comparisons)."""
     p = sub.add_parser("train", help="train a scikit-learn random forest on a CSV file")
     p.add_argument("--data", required=True, help="CSV file with a header row")
     p.add_argument("--target", help="label column (default: the last column)")
-    p.add_argument("--trees", type=int, default=10)
-    p.add_argument("--depth", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trees", type=int, default=10, help="number of trees")
+    p.add_argument("--depth", type=int, default=4, help="maximum depth of a tree")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the 85/15 split and of scikit-learn's random forest")
     p.add_argument("--out", required=True, help="forest file to write (rfcircuits.forest/1)")
-    p.add_argument("--test-out", help="also write the 15%% test rows as instances (JSON Lines)")
+    p.add_argument("--test-out", help="also write the 15%% test rows as instances (JSON Lines; "
+                                      "absent: not written)")
     p.set_defaults(handler=cmd_train)
 
+    p = sub.add_parser(
+        "import", help="a trained scikit-learn model file as a forest file",
+        description="Convert a fitted scikit-learn RandomForestClassifier, "
+                    "ExtraTreesClassifier or DecisionTreeClassifier, saved with pickle or "
+                    "joblib, into a forest file (rfcircuits.forest/1). A Pipeline is not "
+                    "accepted: save its final estimator, if its other steps leave the features "
+                    "unchanged. Raw numbers are read as float32, as scikit-learn does. "
+                    "WARNING: loading a pickle or joblib file runs code the file names; load "
+                    "only files you trust.")
+    p.add_argument("--model", required=True,
+                   help="the model file (pickle or joblib; it runs code when loaded: trusted "
+                        "files only)")
+    p.add_argument("--out", required=True, help="forest file to write (rfcircuits.forest/1)")
+    p.add_argument("--data", help="CSV file of rows to report on, as train does: accuracy of "
+                                  "the hard-majority vote (with labels) and agreement with the "
+                                  "model's predict (absent: no report); columns are matched "
+                                  "to the model's feature names, else by position")
+    p.add_argument("--target", help="label column of --data (default: the one column that is "
+                                    "not a feature; by position, the last column when there "
+                                    "is one column more than features; else no labels)")
+    p.set_defaults(handler=cmd_import)
+
     p = sub.add_parser("compile", help="compile class formulas into circuits")
-    p.add_argument("--forest", required=True)
+    p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
                    help="nnf: Alg. 3; dg-conj: Alg. 3B; dg: Alg. 3A")
-    p.add_argument("--ties", choices=TIES, default="first")
-    p.add_argument("--out", help="directory for one circuit file per class")
+    p.add_argument("--ties", choices=TIES, default="first",
+                   help="tie policy: first (a tie goes to the first tied class) or all (to "
+                        "every tied class)")
+    p.add_argument("--out", help="directory for one circuit file per class (absent: print "
+                                 "the sizes only)")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
     add_counter(p)
     add_max_nodes(p)
     p.add_argument("--timeout", type=positive_seconds,
-                   help="stop a decision-graph compile after S seconds")
-    p.add_argument("--no-progress", action="store_true")
+                   help="stop a decision-graph compile after S seconds (absent: no limit)")
+    add_no_progress(p)
     p.set_defaults(handler=cmd_compile)
 
     p = sub.add_parser("explain", help="explain decisions (SPEC §5 JSON Lines)")
-    p.add_argument("--forest", required=True)
+    p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
     p.add_argument("--what", default="all", help="all, or a comma list of "
                    "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
                    "large forests: see the README)")
-    p.add_argument("--ties", choices=TIES, default="first")
+    p.add_argument("--ties", choices=TIES, default="first",
+                   help="tie policy: first (a tie goes to the first tied class) or all (to "
+                        "every tied class)")
     p.add_argument("--out", help="write the explanations here instead of stdout")
     add_max_nodes(p)
-    p.add_argument("--no-progress", action="store_true")
+    add_no_progress(p)
     p.set_defaults(handler=cmd_explain)
 
     p = sub.add_parser("demo", help="train, compile and explain a forest on bundled data")
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
-    p.add_argument("what", choices=("compile", "explain", *(bench_extra or {})))
+    p.add_argument("what", choices=("compile", "explain", *(bench_extra or {})),
+                   help="the table: compile (Tables 1, 2 and 4, by --form), explain (Tables 3 "
+                        "and 4's counterfactuals)" + (", or " + ", ".join(bench_extra) +
+                                                    " (oracles against the native engine)"
+                                                    if bench_extra else ""))
     p.add_argument("--data-dir", required=True, help="directory with the datasets' CSV files")
     p.add_argument("--datasets", help="comma list (default: all of the table)")
-    p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf")
-    p.add_argument("--trees", type=int, help="override the tables' number of trees")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
+                   help="compile: nnf for Table 1, dg-conj for Table 2, dg for Table 4")
+    p.add_argument("--trees", type=int,
+                   help="override the tables' number of trees (absent: the paper's)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the training runs")
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
@@ -151,7 +220,7 @@ def _drop_stdout() -> None:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from rfcircuits.forest import instance_to_json
-    from rfcircuits.datasets import load_csv, train_forest
+    from rfcircuits.datasets import Scored, load_csv, train_forest
 
     data = load_csv(args.data, args.target)
     trained = train_forest(data, args.trees, args.depth, args.seed)
@@ -159,12 +228,48 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.test_out:
         with atomic_open(args.test_out) as handle:
             for x in trained.test_instances:
-                handle.write(json.dumps(instance_to_json(trained.forest, x), ensure_ascii=False) + "\n")
-    n = len(trained.test_instances)
-    print(f"{data.name}: {args.trees} trees, depth {args.depth}, {trained.forest.n_nodes} nodes; "
-          f"{n} test rows")
-    print(f"accuracy (hard-majority vote): {100 * trained.accuracy:.2f}%")
-    print(f"vote agrees with sklearn predict: {100 * trained.vote_agreement:.2f}% of test rows")
+                handle.write(json.dumps(instance_to_json(trained.forest, x),
+                                        ensure_ascii=False) + "\n")
+    report(f"{data.name}: {args.trees} trees, depth {args.depth}", trained.forest,
+           Scored(trained.test_instances, trained.accuracy, trained.vote_agreement), "test rows")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def report(head: str, forest: Forest, scored: Scored | None, rows: str) -> None:
+    """What ``train`` and ``import`` print about a forest: its size and, for ``scored`` rows,
+    how its hard-majority vote fares against their labels (when they have some) and against
+    the model's ``predict``."""
+    print(f"{head}, {forest.n_nodes} nodes" +
+          (f"; {len(scored.instances)} {rows}" if scored else ""))
+    if scored is None:
+        return
+    if scored.accuracy is not None:
+        print(f"accuracy (hard-majority vote): {100 * scored.accuracy:.2f}%")
+    print(f"vote agrees with sklearn predict: {100 * scored.vote_agreement:.2f}% of {rows}")
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``rfcircuits import``: a pickled scikit-learn model as a forest file; with ``--data``,
+    what ``train`` reports, on every row of the CSV."""
+    from rfcircuits.datasets import as_class_names, load_rows, score
+    from rfcircuits.sklearn_import import forest_from_sklearn, load_model
+
+    model = load_model(args.model)
+    forest = forest_from_sklearn(model)
+    scored = None
+    if args.data:
+        names = getattr(model, "feature_names_in_", None)
+        rows = load_rows(args.data, None if names is None else [str(n) for n in names],
+                         len(forest.features), args.target)
+        labels = None if rows.labels is None else \
+            as_class_names(rows.labels, forest.classes, args.data)
+        scored = score(model, forest, rows.X, labels, rows.where)
+    estimators = getattr(model, "estimators_", [model])
+    depth = max(int(e.tree_.max_depth) for e in estimators)
+    save_forest(forest, args.out)
+    report(f"{os.path.basename(args.model)} ({type(model).__name__}): {len(forest.trees)} "
+           f"trees, depth {depth}", forest, scored, "rows")
     print(f"wrote {args.out}")
     return 0
 

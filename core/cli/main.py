@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 
 from rfcircuits import __version__
-from rfcircuits.cli.engine import add_commands, add_max_nodes, max_nodes, positive_int, positive_seconds, run
+from rfcircuits.cli.engine import Parser, add_commands, add_max_nodes, add_no_progress, max_nodes, \
+    positive_int, positive_seconds, run
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
@@ -43,7 +44,7 @@ class _Version(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="rfcircuits",
         description="Random forests as circuits, formal explanations, independent oracles.")
     parser.add_argument("--version", action=_Version,
@@ -52,47 +53,57 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub, bench_extra={"oracles": _bench_oracles})
 
     p = sub.add_parser("crosscheck", help="compare the native engine with independent oracles")
-    p.add_argument("--forest", help="forest file (rfcircuits.forest/1)")
-    p.add_argument("--instances", help="instances (JSON Lines)")
-    p.add_argument("--replay", help="a repro file written by crosscheck or fuzz")
+    p.add_argument("--forest", help="forest file (rfcircuits.forest/1); with --instances, "
+                                    "unless --replay")
+    p.add_argument("--instances", help="instances (JSON Lines); with --forest, unless --replay")
+    p.add_argument("--replay", help="a repro file written by crosscheck or fuzz, instead of "
+                                    "--forest and --instances")
     p.add_argument("--oracles", default=",".join(ORACLE_NAMES),
                    help="comma list of brute,bdd,sat (default: all; each skips cases beyond "
                         "its limits)")
-    p.add_argument("--ties", choices=TIES + ("both",), default="first")
-    p.add_argument("--what", default="all")
+    p.add_argument("--ties", choices=TIES + ("both",), default="first",
+                   help="tie policy to check: first, all, or both in turn (with --replay, "
+                        "first means the repro file's)")
+    p.add_argument("--what", default="all", help="all, or a comma list of "
+                                                 "sr,nr,gsr,gnr,ce,robust,flips")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
     p.add_argument("--jobs", type=positive_int, default=1,
                    help="worker processes sharing the instances (default 1)")
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
-    p.add_argument("--no-progress", action="store_true")
+    add_no_progress(p)
     p.set_defaults(handler=cmd_crosscheck)
 
     p = sub.add_parser("fuzz", help="random small forests through every oracle")
-    p.add_argument("--seconds", type=positive_seconds, default=60.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=positive_int, default=1)
-    p.add_argument("--max-features", type=int, default=4)
-    p.add_argument("--max-states", type=int, default=4)
-    p.add_argument("--max-trees", type=int, default=7)
-    p.add_argument("--max-classes", type=int, default=3)
-    p.add_argument("--max-depth", type=int, default=4)
-    p.add_argument("--oracles", default=",".join(ORACLE_NAMES))
+    p.add_argument("--seconds", type=positive_seconds, default=60.0,
+                   help="how long to generate and check cases")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random cases")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    p.add_argument("--max-features", type=int, default=4, help="most features in a case")
+    p.add_argument("--max-states", type=int, default=4,
+                   help="most states of a feature (at least 2)")
+    p.add_argument("--max-trees", type=int, default=7, help="most trees in a case")
+    p.add_argument("--max-classes", type=int, default=3, help="most classes (at least 2)")
+    p.add_argument("--max-depth", type=int, default=4, help="deepest tree in a case")
+    p.add_argument("--oracles", default=",".join(ORACLE_NAMES),
+                   help="comma list of the oracles to compare with")
     p.add_argument("--out", default="fuzz-failures", help="directory for shrunk failing cases")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.add_argument("--no-progress", action="store_true")
+    add_no_progress(p)
     p.set_defaults(handler=cmd_fuzz)
 
     p = sub.add_parser("mutate", help="seed faults into the native engine; count what fuzz kills")
-    p.add_argument("--modules", help="comma list of module paths (default: sorting network, "
-                                     "class formulas, Apply, reasons, primes, robustness)")
-    p.add_argument("--sample", type=positive_int, help="judge a seeded sample of N mutants")
+    p.add_argument("--modules", help="comma list of module paths such as rfcircuits/apply.py "
+                                     "(default: every module of the native engine that "
+                                     "compiles or explains)")
+    p.add_argument("--sample", type=positive_int,
+                   help="judge a seeded sample of N mutants (absent: every mutant)")
     p.add_argument("--budget", type=positive_seconds, default=20.0,
                    help="fuzz seconds per mutant")
-    p.add_argument("--jobs", type=positive_int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=_mutate)
 
     p = sub.add_parser("verify", help="grade another tool's explanations item by item")
@@ -100,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", required=True, help="instances (JSON Lines)")
     p.add_argument("--explanations", required=True,
                    help="the tool's explanations (JSON Lines, any subset of the SPEC §5 fields)")
-    p.add_argument("--ties", choices=TIES, default="first")
+    p.add_argument("--ties", choices=TIES, default="first",
+                   help="tie policy the explanations were made under")
     p.add_argument("--gnr-limit", type=int, default=None,
                    help="largest GNR / shortest-flip validity check decided, in enumerated "
                         "assignments (default: GNR_LIMIT of crosscheck/verify.py); beyond it "
@@ -108,18 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle-only", default="",
                    help="comma list of fields (or all) graded by the SAT oracle alone, without "
                         "enumerating our complete answer: no completeness check (for "
-                        "forests whose class formulas exceed --max-nodes)")
+                        "forests whose class formulas exceed --max-nodes; default: none)")
     add_max_nodes(p)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.set_defaults(handler=cmd_verify)
 
     p = sub.add_parser("verify-pyxai", help="run PyXAI on a scikit-learn forest and verify its "
                                             "reasons (optional dependency: pip install pyxai)")
-    p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"))
-    p.add_argument("--trees", type=int, default=11)
-    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"),
+                   help="a dataset bundled with scikit-learn")
+    p.add_argument("--trees", type=int, default=11, help="number of trees")
+    p.add_argument("--depth", type=int, default=4, help="maximum depth of a tree")
     p.add_argument("--instances", type=int, default=20, help="number of instances explained")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the training run and of the rows drawn")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds per PyXAI call (a call past it is killed and counted)")
     p.add_argument("--no-theory", action="store_true",
@@ -135,13 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     q.add_argument("--failures", default="corpus-failures",
                    help="where repro files go when an oracle disagrees")
-    q.add_argument("--no-progress", action="store_true")
+    add_no_progress(q)
     q = corpus.add_parser("check", help="re-verify a corpus with the native engine (and oracles)")
     q.add_argument("--dir", default="fixtures", help="corpus directory")
     q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     q.add_argument("--oracles", nargs="?", const=",".join(ORACLE_NAMES),
-                   help="also re-confirm with these oracles (comma list; alone: all)")
-    q.add_argument("--no-progress", action="store_true")
+                   help="also re-confirm with these oracles (comma list; alone: all; absent: "
+                        "the native engine only)")
+    add_no_progress(q)
     p.set_defaults(handler=cmd_corpus)
     return parser
 

@@ -184,7 +184,7 @@ def pyxai_reading(forest: Forest, x: Instance, representation: Sequence[Conditio
     for literal in interval_literals(forest, representation):
         f = forest.feature_index[literal["feature"]]
         states = mask_states(interval_mask(forest.features[f], *literal["interval"],
-                                           "PyXAI's binary representation"))
+                                           "PyXAI's binary representation", forest.input_dtype))
         if len(states) == 1:
             out[f] = states[0]
     return tuple(out)
