@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from rfcircuits.explanation import Explanation
     from rfcircuits.forest import Forest, load_forest
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["BACKEND", "BudgetExceeded", "Explainer", "Explanation", "Forest", "InputError",
            "__version__", "from_sklearn", "load_forest"]

@@ -60,6 +60,15 @@ def _stores() -> tuple[dict[str, Any], str, Any]:
 STORES, BACKEND, NATIVE = _stores()
 
 
+def backend_text() -> str:
+    """The store in use as users are told it (``rfcircuits --version``, the demo)."""
+    if BACKEND == "c":
+        return "C extension"
+    if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
+        return "pure Python, as RFCIRCUITS_PURE_PYTHON=1 asks"
+    return "pure Python: the C extension was not built at install, see the README"
+
+
 class DG:
     """Manager of hash-consed decision-graph nodes over a forest's features."""
 

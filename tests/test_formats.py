@@ -25,7 +25,7 @@ from rfcircuits.forest import FOREST_FORMAT, TIES
 from rfcircuits.formats import SCHEMAS, schema, validator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-ORIGINAL_EXPLAIN = Explainer.explain
+ORIGINAL_EXPLAIN = Explainer.explain_states
 
 
 @functools.cache
@@ -225,11 +225,28 @@ def test_train_writes_a_forest_and_instances(trained, capsys):
     _, forest, tests = trained
     doc = json.loads(forest.read_text())
     assert_valid("forest", doc, "train --out")
-    assert doc["classes"] == ["big", "odd", "small"]
+    assert (doc["classes"], doc["input_dtype"]) == (["big", "odd", "small"], "float32")
     lines = jsonl(tests.read_text())
     assert len(lines) == 14  # 15 % of 90 rows
     for n, x in enumerate(lines, 1):
         assert_valid("instance", x, f"train --test-out, line {n}")
+
+
+def test_import_writes_a_forest(tmp_path, capsys):
+    import joblib
+    import numpy as np
+    from sklearn.ensemble import ExtraTreesClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    model = ExtraTreesClassifier(n_estimators=3, max_depth=3, random_state=0)
+    joblib.dump(model.fit(X, (X[:, 0] > 0).astype(int)), tmp_path / "m.joblib")
+    assert main(["import", "--model", str(tmp_path / "m.joblib"),
+                 "--out", str(tmp_path / "m.forest.json")]) == 0
+    capsys.readouterr()
+    doc = json.loads((tmp_path / "m.forest.json").read_text())
+    assert_valid("forest", doc, "import --out")
+    assert (doc["classes"], doc["input_dtype"], len(doc["trees"])) == (["0", "1"], "float32", 3)
 
 
 @pytest.mark.parametrize("form", ["nnf", "dg-conj", "dg"])
@@ -295,7 +312,7 @@ def test_explain_raw_numbers_and_a_valid_class_formula(tmp_path, capsys):
 
 
 def planted_nr_drop(self, x, what=None, *args, **kwargs):  # type: ignore[no-untyped-def]
-    """Explainer.explain with every necessary reason but the first dropped."""
+    """Explainer.explain_states with every necessary reason but the first dropped."""
     e = ORIGINAL_EXPLAIN(self, x) if what is None else ORIGINAL_EXPLAIN(self, x, what)
     return dataclasses.replace(e, necessary_reasons=e.necessary_reasons[:1])
 
@@ -308,7 +325,7 @@ def susan_files(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_crosscheck_repro_file(tmp_path, monkeypatch, capsys):
     forest, instances = susan_files(tmp_path)
-    monkeypatch.setattr(Explainer, "explain", planted_nr_drop)
+    monkeypatch.setattr(Explainer, "explain_states", planted_nr_drop)
     assert main(["crosscheck", "--forest", str(forest), "--instances", str(instances),
                  "--repro", str(tmp_path / "r.json"), "--no-progress"]) == 1
     capsys.readouterr()
@@ -323,7 +340,7 @@ def test_crosscheck_repro_file(tmp_path, monkeypatch, capsys):
 
 def test_fuzz_summary_and_failure_files(tmp_path, monkeypatch, capsys):
     # the workers are forked: they inherit the planted fault
-    monkeypatch.setattr(Explainer, "explain", planted_nr_drop)
+    monkeypatch.setattr(Explainer, "explain_states", planted_nr_drop)
     assert main(["fuzz", "--seconds", "0.5", "--seed", "3", "--oracles", "brute",
                  "--out", str(tmp_path / "out"), "--json", "--no-progress"]) == 1
     summary = json.loads(capsys.readouterr().out)
@@ -333,7 +350,7 @@ def test_fuzz_summary_and_failure_files(tmp_path, monkeypatch, capsys):
         doc = json.loads(Path(path).read_text())
         assert_valid("repro", doc, path)
         assert {"seed", "case", "shrunk_from"} <= set(doc)
-    monkeypatch.setattr(Explainer, "explain", ORIGINAL_EXPLAIN)
+    monkeypatch.setattr(Explainer, "explain_states", ORIGINAL_EXPLAIN)
     assert main(["fuzz", "--seconds", "0.5", "--seed", "3", "--out", str(tmp_path / "ok"),
                  "--json", "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
@@ -447,7 +464,7 @@ def susan_text() -> str:
     from rfcircuits.crosscheck.spec_examples import forest, instance
 
     f = forest(SUSAN_FOREST)
-    return Explainer(f).explain(instance(f, SUSAN)).to_line()
+    return Explainer(f).explain_states(instance(f, SUSAN)).to_line()
 
 
 def susan_line() -> dict[str, Any]:

@@ -13,9 +13,10 @@ import time
 import numpy as np
 
 from rfcircuits.classformula import compile_nnf
+from rfcircuits.datasets import Dataset, train_forest
+from rfcircuits.dgraph import backend_text
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Instance
-from rfcircuits.datasets import Dataset, train_forest
 
 TREES, DEPTH, SEED, SHOWN = 25, 3, 0, 3
 
@@ -57,7 +58,8 @@ def run_demo() -> int:
     start = time.perf_counter()
     graphs = explainer.compiled
     print(f"Class formulas as conjunctions of decision graphs (Alg. 3B, votes counted top-down): "
-          f"{graphs.total_nodes()} nodes in {time.perf_counter() - start:.3f} s")
+          f"{graphs.total_nodes()} nodes in {time.perf_counter() - start:.3f} s "
+          f"(store: {backend_text()})")
     seen: set[int] = set()
     shown = 0
     for x in trained.test_instances:  # one instance per decision first, for variety

@@ -31,15 +31,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        from rfcircuits.dgraph import BACKEND
+        from rfcircuits.dgraph import backend_text
 
-        if BACKEND == "c":
-            store = "C extension"
-        elif os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
-            store = "pure Python, as RFCIRCUITS_PURE_PYTHON=1 asks"
-        else:
-            store = "pure Python: the C extension was not built at install, see the README"
-        print(f"rfcircuits {__version__} (decision-graph store: {store})")
+        print(f"rfcircuits {__version__} (decision-graph store: {backend_text()})")
         parser.exit()
 
 
