@@ -7,6 +7,8 @@ the build prints one notice saying how to get the C store. ``rfcircuits --versio
 store in use.
 """
 
+import os
+import stat
 import sys
 import warnings
 
@@ -42,20 +44,26 @@ class OptionalBuildExt(build_ext):
             self._notice(exc)
 
     def _notice(self, exc: Exception) -> None:
-        """Say it once where the user sees it. pip shows a build's output only on failure or
-        with ``-v``, so the notice goes to the terminal when there is one; otherwise it is a
-        warning, which recent pip versions relay from the build (older ones with ``-v``)."""
+        """Say it once where the user sees it. pip shows a build's output only when the build
+        fails (or with ``-v``), so the notice is written to pip's own stderr when that is a
+        terminal or a pipe, else to the terminal; failing both (pip's output goes to a file and
+        there is no terminal) it is a warning, which recent versions of pip print."""
         if isinstance(exc, CCompilerError):  # its text is the whole command line
             compiler = getattr(self.compiler, "compiler_so", None) or ["the C compiler"]
             reason = f"the C compiler {compiler[0]!r} failed on core/_dgstore.c"
         else:
             reason = " ".join(str(exc).split()) or type(exc).__name__
         text = NOTICE.format(error=reason)
-        try:
-            with open("/dev/tty", "w", encoding="utf-8") as tty:
-                tty.write(text)
-        except OSError:
-            warnings.warn(text, stacklevel=1)
+        for path in (f"/proc/{os.getppid()}/fd/2", "/dev/tty"):  # the first: Linux only
+            try:
+                if stat.S_ISREG(os.stat(path).st_mode):
+                    continue  # a log file: pip's next writes, at its own offset, would overwrite
+                with open(path, "a", encoding="utf-8") as out:
+                    out.write(text)
+                return
+            except OSError:
+                continue
+        warnings.warn(text, stacklevel=1)
 
 
 # -O2 after the interpreter's CFLAGS (often -O3): the NR search was measured faster at -O2
