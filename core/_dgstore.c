@@ -1,7 +1,8 @@
 /* Decision-graph node store in C: the same interface and node ids as the reference
  * implementation core/dgstore.py (PyStore), whose docstrings define the semantics; this file
- * only says how it is laid out (SPEC §2; paper §3 "Tractable Class Formulas": the ordered
- * special case of Alg. 4, used as the comparators of the sorting networks of Alg. 3B/3A).
+ * only says how it is laid out (docs/algorithms.md; paper §3 "Tractable Class Formulas":
+ * the ordered special case of Alg. 4, used as the comparators of the sorting networks of
+ * Alg. 3B/3A).
  *
  * Layout. Nodes are appended (and compacted in place by collect): a node id indexes an array
  * of 16-byte records (first segment, feature, number of segments, ordered flag), and the

@@ -1,4 +1,4 @@
-"""Hash-consed decision graphs with true/false leaves (SPEC §2, §5; paper §3 "Tractable
+"""Hash-consed decision graphs with true/false leaves (docs/algorithms.md; paper §3 "Tractable
 Class Formulas").
 
 A :class:`DG` manager owns immutable nodes with integer ids: the leaves ``FALSE`` (0) and
@@ -176,9 +176,10 @@ class DG:
 
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """The feature sets (bitmasks, by size then value) of the prime implicates of the
-        complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph (SPEC §3;
-        the search is :func:`rfcircuits.dgstore.min_deviations`). The C store packs sets in 64 bits;
-        beyond 64 features the reference search runs on its segments."""
+        complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph
+        (docs/semantics.md §6, §10; the search is :func:`rfcircuits.dgstore.min_deviations`).
+        The C store packs sets in 64 bits; beyond 64 features the reference search runs on its
+        segments."""
         if self.backend == "c" and len(self.features) > 64:
             return min_deviations(self.feature, self.store.segments, roots, x)
         return self.store.min_deviations(list(roots), list(x))

@@ -1,4 +1,5 @@
-"""The explainer: every field of SPEC §5 for an instance, from tractable class formulas.
+"""The explainer: every field of an explanation (docs/semantics.md) for an instance, from
+tractable class formulas.
 
 :class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
 (each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
@@ -262,7 +263,7 @@ class Explainer:
                        timings: Timings | None = None, sr_method: str | None = None,
                        robust_method: str | None = None,
                        nr_method: str | None = None) -> Explanation:
-        """Every requested field of SPEC §5 for instance ``x`` given as state indices (one
+        """Every requested explanation field for instance ``x`` given as state indices (one
         per feature, in feature order), as the command line and the checks hold instances.
 
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and

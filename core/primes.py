@@ -1,4 +1,4 @@
-"""Prime implicants of a monotone NNF (SRs) and minimal hitting sets (SPEC §3).
+"""Prime implicants of a monotone NNF (SRs) and minimal hitting sets (docs/semantics.md §5).
 
 The complete reason is monotone — its literals are the instance's states ``{x[X]}`` — so a
 prime implicant or implicate is determined by its set of features, an int bitmask. Families

@@ -1,4 +1,4 @@
-"""``rfcircuits bench``: reproduce the paper's tables beside its figures (SPEC §6).
+"""``rfcircuits bench``: reproduce the paper's tables beside its figures.
 
 Each row trains the table's configuration (dataset, #trees, depth 4, 85/15 split, fixed
 seed) with scikit-learn, measures ours, and prints the paper's value of every measured column
