@@ -368,9 +368,9 @@ def segments_branches(segments: Iterable[tuple[int, int]]) -> tuple[tuple[int, i
 
 class _Branches:
     """``branches[n]`` of a store's node: ``(state mask, child)`` per child, sorted by lowest
-    state, computed on first use: by the C store itself (the Python conversion of segments
-    took 8 of 26 s of building a general reason over appendicitis's 1.9 M-node graph), else
-    by :func:`segments_branches`."""
+    state, computed on first use: by the C store itself (converting segments in Python was a
+    large share of building a general reason: docs/decisions.md, "Measurements behind the
+    code's constants and designs"), else by :func:`segments_branches`."""
 
     def __init__(self, store: Any) -> None:
         self._store = store

@@ -61,10 +61,10 @@ SR_METHODS: tuple[str, ...] = get_args(SrMethod)
 ROBUST_METHODS: tuple[str, ...] = get_args(RobustMethod)
 NR_METHODS: tuple[str, ...] = get_args(NrMethod)
 #: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
-#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set; on
-#: appendicitis, 1.9 M nodes and 7 features, that takes about 45 s per class), and gives up
-#: when the projections add more than ``PROJECTION_FACTOR`` times its nodes plus
-#: ``PROJECTION_SLACK`` to the manager; the search serves such graphs.
+#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set;
+#: measured: docs/decisions.md, "Explanations"), and gives up when the projections add more
+#: than ``PROJECTION_FACTOR`` times its nodes plus ``PROJECTION_SLACK`` to the manager; the
+#: search serves such graphs.
 PROJECTION_WORK = 6 * 10 ** 8
 PROJECTION_FACTOR = 16
 PROJECTION_SLACK = 65536

@@ -1,13 +1,13 @@
 """OBDD oracle: class formulas, reasons and explanations of a forest by BDD operations.
 
-An independent oracle for docs/semantics.md. It shares only the data model with the native engine
-(``rfcircuits.forest``, ``rfcircuits.terms``, ``rfcircuits.explanation``, ``rfcircuits.errors``): no sorting network,
-no decision-graph Apply, no closed form on decision graphs and no prime-implicant code of the
-engine is used.
+An independent oracle for the answers docs/semantics.md defines. It shares only the data model
+with the native engine (``rfcircuits.forest``, ``rfcircuits.terms``, ``rfcircuits.explanation``,
+``rfcircuits.errors``): no sorting network, no decision-graph Apply, no closed form on decision
+graphs and no prime-implicant code of the engine is used.
 
 Encoding. One Boolean BDD variable ``x{f}_{s}`` per feature ``f`` and state ``s``;
 the *domain constraint* D says that every feature has exactly one true variable. The order is
-static (dynamic reordering off; sifting was 10× slower here): each feature's variables are
+static (dynamic reordering off: sifting was slower here): each feature's variables are
 adjacent in state order, and the features are ordered by how close to the tree roots they
 are tested (:func:`_feature_order`). Formulas are only meaningful on worlds satisfying D,
 and every query (model count, implication, equivalence, counterexample) is asked under D.
@@ -19,7 +19,7 @@ Class formulas. A tree's class formulas come from its root-to-leaf paths, memois
 per node (trees are DAGs) in one iterative bottom-up pass. The forest's formulas count votes
 by dynamic programming over the trees, one pair of classes ``(i, j)`` at a time: a map
 ``d → [v_i − v_j = d over the trees seen so far]`` (conjoined with D, which keeps the BDDs
-about 20× smaller) is updated tree by tree, then ``[v_i >= v_j]`` is the disjunction over
+much smaller) is updated tree by tree, then ``[v_i >= v_j]`` is the disjunction over
 ``d >= 0`` and ``[v_i > v_j]`` over ``d >= 1``. ``first``: ``R^i = ∧_{j<i}[v_i > v_j] ∧
 ∧_{j>i}[v_i >= v_j]``; ``all``: ``R^i = ∧_{j≠i}[v_i >= v_j]``; a one-class forest has
 ``R^0 = true``.
@@ -51,15 +51,13 @@ Circuit files (docs/formats.md). :meth:`BddOracle.check_circuit` reads an ``rfci
 formula under D; a difference comes back as a counterexample world.
 
 Size limits (:meth:`BddOracle.too_big`). Vote BDDs blow up quickly with the number of trees
-and state variables (``LIBRARY-NOTES.md``), and prime enumeration is exponential in the
-number of features. Measured here (cudd, depth-4 scikit-learn forests, a loaded 2-core
-machine; features / state variables / trees / classes): 8 / 99 / 10 / 2 ≈ 2 s to compile and
-1–2 s per explanation; 10 / 100 / 10 / 2 ≈ 4–6 s and 2–9 s; 8 / 129 / 12 / 3 ≈ 8–50 s;
-12 / 128 / 12 / 2 over a minute. The oracle therefore accepts at most :data:`MAX_FEATURES`
-features, :data:`MAX_VARIABLES` state variables, :data:`MAX_TREES` trees, and
-``trees × state variables × class pairs`` up to :data:`MAX_WORK` (one vote DP per pair of
-classes). The bounds are conservative; the property-test forests (≤ 6 features, ≤ 5 states,
-≤ 10 trees, ≤ 3 classes, work ≤ 900) take well under a second.
+and state variables, and prime enumeration is exponential in the number of features
+(measured: docs/decisions.md, "Measurements behind the code's constants and designs"). The
+oracle therefore accepts at most :data:`MAX_FEATURES` features, :data:`MAX_VARIABLES` state
+variables, :data:`MAX_TREES` trees, and ``trees × state variables × class pairs`` up to
+:data:`MAX_WORK` (one vote DP per pair of classes). The bounds are conservative; the
+property-test forests (≤ 6 features, ≤ 5 states, ≤ 10 trees, ≤ 3 classes, work ≤ 900) take
+well under a second.
 """
 
 from __future__ import annotations
@@ -355,8 +353,8 @@ class BddOracle:
     def complete_reason(self, x: Sequence[int], delta: Bdd) -> Bdd:
         """CR of Δ at x: ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` for every feature X.
 
-        Features are taken in level order, top first (the order does not matter;
-        top first was 4–5× faster than bottom first on sklearn-like forests).
+        Features are taken in level order, top first (the order does not matter; top first
+        was faster).
         """
         self._check_instance(x)
         for f in self.order:
@@ -370,8 +368,8 @@ class BddOracle:
 
         On the domain, ``∧_{t≠s}([X≠t] ∨ Δ|t)`` is ``Δ ∨ [X=s]`` (in a world with
         ``X = t ≠ s`` both say ``Δ|t``, with ``X = s`` both are true); that form needs one
-        cofactor instead of one per state and avoids large intermediate conjunctions (on a
-        10-tree sklearn forest: 1 s instead of 80 s).
+        cofactor instead of one per state and avoids large intermediate conjunctions (much
+        faster).
         """
         self._check_instance(x)
         for f in self.order:
@@ -606,8 +604,8 @@ def _feature_order(forest: Forest) -> list[int]:
     """Static variable order: features tested near the roots first (ties: forest order).
 
     A feature scores ``Σ 2^-depth`` over the test nodes on it (depth = fewest edges from the
-    root, by breadth-first search); on sklearn-like forests this order gave about 3× smaller
-    class BDDs and 4–5× faster compilation than the forest's feature order.
+    root, by breadth-first search); on scikit-learn forests this order gave smaller class BDDs
+    and faster compiles than the forest's feature order.
     """
     score = [0.0] * len(forest.features)
     for tree in forest.trees:

@@ -27,9 +27,9 @@ from rfcircuits.forest import Forest, Instance, check_ties, classes_from_votes
 #: Default bound on the number of worlds the oracle accepts.
 MAX_WORLDS = 20_000
 #: Bound on the candidate general terms or clauses, ``Π_X 2^(|X|-1)``, that GSRs, GNRs and
-#: shortest flips enumerate (2^18 take ≈ 3 s per instance on 2,000 worlds); past it the
-#: oracle still gives every other field (the worlds fit, the candidates do not: iris's four
-#: features of 5–17 states make 9,350 worlds but 2^39 candidates).
+#: shortest flips enumerate (2^18 take seconds per instance); past it the oracle still gives
+#: every other field (the worlds can fit when the candidates do not: docs/decisions.md,
+#: "Brute force's general fields have their own bound").
 MAX_GENERAL_CANDIDATES = 2 ** 18
 #: The fields that enumerate those candidates.
 GENERAL = ("gsr", "gnr", "flips")

@@ -560,9 +560,9 @@ class _FieldsJson(dict):  # type: ignore[type-arg]
 
 def _margin(forest: Forest, x: Instance) -> int:
     """How far ``x`` is from a tie: the vote count of its top class minus the next one. Far
-    instances have the most SRs and NRs (a 25-tree breast-cancer forest: 8–54 K NRs at 23–25
-    votes of margin, 18–48 at 1–5), so workers start them first and the short ones fill the
-    end (the longest first, the classic schedule)."""
+    instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"), so workers
+    start them first and the short ones fill the end (the longest first, the classic
+    schedule)."""
     votes = sorted(forest.votes(x), reverse=True)
     return votes[0] - (votes[1] if len(votes) > 1 else 0)
 

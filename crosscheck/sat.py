@@ -19,8 +19,7 @@ is used, and class membership itself is read from SAT models.
   ``¬g_{j,i}``, so ``first`` needs one reified constraint per pair ``i < j``, ``all`` one per
   ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
   exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
-  the same count with its duplicate literals merged, half the counter (the enumerations on a
-  25-tree breast-cancer forest ran 1.6–2× faster);
+  the same count with its duplicate literals merged, half the counter;
 - per class a selector ``r_i ⇔ R^i`` (``first``: ``∧_{j<i}[v_i > v_j] ∧
   ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``).
 
@@ -37,9 +36,9 @@ blocked (its supersets excluded), and ``k`` grows when the bound makes the goal 
 A model found under bound ``k`` is a minimal freer, since every smaller freer contains one of the
 (already blocked) minimal freers of size ``< k``. The minimal blockers are then the minimal
 hitting sets of the minimal freers, enumerated by :class:`~pysat.examples.hitman.Hitman` in
-its SAT mode (MiniSat-GH with hard negative phases gives subset-minimal hitting sets): 3× faster
-than its sorted MaxSAT mode on breast-cancer's tens of thousands of SRs, and the order does not
-matter since the sets are sorted afterwards.
+its SAT mode (MiniSat-GH with hard negative phases gives subset-minimal hitting sets): faster
+than its sorted MaxSAT mode on tens of thousands of SRs, and the order does not matter since
+the sets are sorted afterwards.
 NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
 freers of ``R^t``. Robustness is a separate MaxSAT (RC2) computation.
 
@@ -47,19 +46,18 @@ freers of ``R^t``. Robustness is a separate MaxSAT (RC2) computation.
 proves them exactly right, or finds what is wrong, without enumerating: every SR blocks (one
 UNSAT call each), every NR frees with all its features changed (one SAT call each), neither
 family has a member inside another (bitsets), and every set meeting all SRs contains an NR
-(one propositional call over one variable per feature). On a 25-tree breast-cancer forest it took
-11 s where the enumeration (NRs, then SRs by Hitman) took 35 s on an instance with 40,634
-NRs and 34,223 SRs, 3.2 s instead of 5.5 s on one with 10,947 and 7,232. The harness
-(:mod:`rfcircuits.crosscheck.harness`) checks the native SRs and NRs this way, and on forests of at
-most ``SAT_ITEM_WORLDS`` worlds also against the enumeration.
+(one propositional call over one variable per feature); on large forests it is several times
+faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.harness`) checks the
+native SRs and NRs this way, and on forests of at most ``SAT_ITEM_WORLDS`` worlds also against
+the enumeration.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
-atoms as unreified cardinality constraints (fewer clauses and no idle reified half, which made
-these many calls about 1.4× faster), the instance's counter and its blocking clauses. A solver
-kept per goal across instances, with each instance's clauses retired by an activation literal,
-slowed down as the retired clauses and counters piled up: with fresh solvers the NRs of ten
-breast-cancer instances (25 trees, depth 3) take 202 s instead of 236 s, the later instances
-up to 1.4× faster. Every other query uses the reified encoding above.
+atoms as unreified cardinality constraints (fewer clauses and no idle reified half make these
+many calls faster), the instance's counter and its blocking clauses. A solver kept per goal
+across instances, with each instance's clauses retired by an activation literal, slowed down
+as the retired clauses and counters piled up. Every other query uses the reified encoding
+above. The measurements behind these choices are in docs/decisions.md ("Oracles", and
+"Measurements behind the code's constants and designs").
 """
 
 from __future__ import annotations
@@ -114,8 +112,8 @@ CERTIFICATE_CHECKS = ("sr_well_formed", "nr_well_formed", "sr_antichain", "nr_an
                       "sr_sufficient", "nr_frees", "sr_transversals")
 
 #: SAT solver of the certificate's propositional call (a variable per feature, a clause
-#: per reason): on the 75,000 reasons of a breast-cancer instance MiniSat 2.2 took 1.3–2.1 s
-#: a call, as did its GH variant, Glucose 4 1.6–2.4 s, CaDiCaL 3–4 s, Lingeling 30 s.
+#: per reason): MiniSat 2.2 was among the fastest on tens of thousands of reasons
+#: (docs/decisions.md).
 DUALITY_SOLVER = "m22"
 
 
@@ -756,8 +754,7 @@ class SatOracle:
         goal = self._shared_goal(self._not_delta(x))
         with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver:
             # One solver for both: the clauses learnt refuting the SRs can speed up the NR
-            # calls (a fresh solver for them measured 1.4 s faster on one breast-cancer
-            # instance, 0.8 s slower on another).
+            # calls (a fresh solver for them was no better: docs/decisions.md, "Oracles").
             record("sr_sufficient", self._insufficient(solver, x, a))
             record("nr_frees", self._not_freeing(solver, x, b))
             record("sr_transversals", self._uncovered(solver, x, a, b))
