@@ -1,7 +1,8 @@
 /* Decision-graph node store in C: the same interface and node ids as the reference
  * implementation core/dgstore.py (PyStore), whose docstrings define the semantics; this file
- * only says how it is laid out (SPEC §2; paper §3 "Tractable Class Formulas": the ordered
- * special case of Alg. 4, used as the comparators of the sorting networks of Alg. 3B/3A).
+ * only says how it is laid out (docs/algorithms.md; paper §3 "Tractable Class Formulas":
+ * the ordered special case of Alg. 4, used as the comparators of the sorting networks of
+ * Alg. 3B/3A).
  *
  * Layout. Nodes are appended (and compacted in place by collect): a node id indexes an array
  * of 16-byte records (first segment, feature, number of segments, ordered flag), and the
@@ -914,8 +915,7 @@ typedef struct {
  * by an earlier level's set inside it, or by an equal set of level k: the node's earlier
  * sets are scanned for a subset, its level-k ones for equality. Most nodes of a search hold
  * few sets, read in the one line; a node holding thousands streams them from its array
- * (on a 25-tree breast-cancer forest, 46 K NRs, the search scanned 1.3 G sets: 9.6 s as a
- * linked list of cache-line chunks, 4-5 s so with the pair buckets below). A full array
+ * (chunk lists were twice as slow: docs/decisions.md, "NR/CE search in C"). A full array
  * moves to the pool's end at twice the size (the pool wastes at most half). */
 #define INLINE_SETS 5
 
@@ -956,16 +956,15 @@ static int dev_push(DevVec *v, int32_t node, uint64_t held)
  * gigabytes. So a node holds what a visit reads in as few cache lines as can be:
  *   - ends apart from children, in bytes: a visit reads the header and ends, and at most
  *     nodes only the child of the instance's state (a deviation there would hold a found
- *     set); on ann-thyroid's 100 trees, 13.7 segments per node reached take 126 bytes as
- *     (end, child) pairs of ints, 66 so;
+ *     set); about half the bytes of (end, child) pairs of ints;
  *   - starts aligned to NODE_ALIGN words, so that a small node's header and ends share one
  *     line;
  *   - the first set in the header: most nodes reached hold one set per search, whose record
  *     would be one more line written and read.
  * Breadth first, the few thousand nodes near the roots, which most searches reach, are
- * packed in the layout's first megabytes (three quarters of the nodes read on ann-thyroid
- * lie in its first 4 MB; depth first they are spread over all of it). Built by prepare or
- * on first use per root list, kept until collect renumbers the nodes. */
+ * packed in the layout's first megabytes (depth first they are spread over all of it).
+ * Built by prepare or on first use per root list, kept until collect renumbers the nodes.
+ * Measurements behind this layout: docs/decisions.md, "NR/CE search in C". */
 #define NODE_ALIGN 8
 #define NODE_HEADER 5
 #define SLACK_WORDS 4
@@ -984,9 +983,9 @@ static inline size_t node_words(size_t nseg, int width)
 
 /* Memory for a search layout's code, on 2 MiB pages where the kernel grants them on request
  * (transparent huge pages in "madvise" mode): the searches read it at random, and with 4 KiB
- * pages nearly every node read misses the TLB. Advice only; freed with free(). Measured on
- * ionosphere's NR search, three alternating rounds: 0.18-0.21 s per instance instead of
- * 0.22-0.28 s; advising the node arrays and tables as well was slower (0.22-0.24 s). */
+ * pages nearly every node read misses the TLB. Advice only; freed with free(). Only the
+ * layout: advising the node arrays and tables as well was slower (docs/decisions.md,
+ * "Search layouts on 2 MiB pages"). */
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static void *code_alloc(size_t bytes)
@@ -1239,7 +1238,7 @@ static int expanded_more(Layout *L, Links *E, int32_t node, uint64_t held, uint3
  * share a set): "holds one" for good, "holds none" with the number of level-k sets found
  * when it was given, valid while no more are (few are found per level, and a set is asked
  * about again and again: the k + 1 lookups of a deviation's set, each time its feature is
- * met, were a quarter of the search's time on ann-thyroid). Both tables are open
+ * met, were a large share of the search's time). Both tables are open
  * addressing over 64-bit keys with a tag byte (0: empty; in `memo` 1: holds none, 2: holds
  * one) and a stamp (in `memo`: that count), cleared per level. */
 typedef struct {
@@ -1315,9 +1314,8 @@ static void set_free(SetTable *T)
 
 /* The found sets of earlier levels by their two lowest features: a set can only lie inside
  * `held` if both are held's, so only the buckets of pairs of held's features are scanned
- * (about k^2/n^2 of the sets rather than k/n by the lowest feature alone: half the search's
- * time went into these scans on a 25-tree breast-cancer forest). Sets of one feature are a
- * mask. */
+ * (about k^2/n^2 of the sets rather than k/n by the lowest feature alone, whose scans took
+ * much of the search's time on large forests). Sets of one feature are a mask. */
 typedef struct {
     uint64_t *v;
     size_t n, cap;
@@ -1437,7 +1435,7 @@ static inline int32_t segment_of(const int32_t *at, int width, int32_t n, int32_
     /* branch-free counts: the ends are few and the state's place unpredictable */
     if (width == 1) {
 #ifdef __SSE2__
-        /* 16 ends a step (a fifth of the search's time one at a time on ann-thyroid); the
+        /* 16 ends a step (one at a time was a large share of the search's time); the
          * bytes read past the ends are the node's own, or the layout's slack */
         __m128i s = _mm_set1_epi8((char)state);
         for (int32_t j = 0; j < n; j += 16) {
@@ -1474,8 +1472,8 @@ typedef struct {
 } Found;
 
 /* min_deviations' stacks, records and tables, kept by the store between calls: allocating
- * and growing them afresh each call cost about a tenth of a call on ann-thyroid (cold
- * memory, each time). A call's found sets are its own (returned). Buffers past
+ * and growing them afresh each call cost a noticeable share of a call (cold memory, each
+ * time). A call's found sets are its own (returned). Buffers past
  * KEEP_BYTES are freed after a call, so that one large search does not hold its memory. */
 struct Search {
     DevVec level, later;
@@ -1548,17 +1546,12 @@ typedef struct {
  * state at a time, following the instance's child and then the next state, it waits on
  * each miss in turn. LANES states are in flight instead: a lane that moves to a node
  * prefetches the node's first three lines (header, ends and, on nearly every node reached,
- * the children: 13.6 segments on average on ann-thyroid take 90 bytes), and is expanded in
- * the next round over the lanes, once the other lanes have been. Lanes done are dropped at
- * the end of a round, keeping the others' order, and new ones are filled from the top of
- * the stack, so that the search still goes depth first: a level's found sets are found
- * early and prune the rest of the level (a queue expanded 38 % more states, popped four
- * times as many, and was slower). On ann-thyroid's 100 trees (NRs: 17 K nodes expanded per
- * instance), with a 64 MB buffer streamed between searches, 0.53-0.56 times the time of
- * the search before: two phases per node (header, then children), one line prefetched, a
- * lane done replaced at once by the last one (which had just been filled, so it was
- * expanded before its lines came), a found-set lookup per step, and 16 lanes (see
- * docs/decisions.md). */
+ * the children), and is expanded in the next round over the lanes, once the other lanes
+ * have been. Lanes done are dropped at the end of a round, keeping the others' order, and
+ * new ones are filled from the top of the stack, so that the search still goes depth
+ * first: a level's found sets are found early and prune the rest of the level (a queue was
+ * slower). The designs tried and measured: docs/decisions.md, the findings on the NR/CE
+ * search on ann-thyroid. */
 #define LANES 32
 
 /* Whether deviating on `bit` from `held` (a level-k set without it) makes a set holding a
@@ -1653,9 +1646,8 @@ static int min_deviations(Store *S, const int32_t *roots, size_t n_roots, const 
                     clear_held = st.held;
                     clear_n = F.n;
                     lane[n_lanes++] = (Lane){st.node, F.n, st.held};
-                    /* the node's three lines, here and below written out: moved into a
-                     * static inline helper, GCC 12 emitted no prefetch at all (1.6 times
-                     * slower) */
+                    /* the node's three lines, here and below written out: in a static
+                     * inline helper GCC 12 emitted no prefetch (1.6 times slower) */
                     __builtin_prefetch(code + st.node);
                     __builtin_prefetch(code + st.node + 16);
                     __builtin_prefetch(code + st.node + 32);

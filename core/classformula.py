@@ -1,4 +1,4 @@
-"""Class formulas of a forest through sorting networks (paper Alg. 3; SPEC §2).
+"""Class formulas of a forest through sorting networks (paper Alg. 3; docs/semantics.md §3).
 
 ``R^i`` is a conjunction of pairwise vote comparisons (:func:`comparisons`): under ties
 ``first`` ``R^i = ∧_{j<i}[v_i > v_j] ∧ ∧_{j>i}[v_i >= v_j]``, under ``all`` every comparison is
@@ -44,7 +44,7 @@ class Comparison:
 
 
 def comparisons(i: int, n_classes: int, ties: str) -> list[Comparison]:
-    """The comparisons whose conjunction is ``R^i`` (SPEC §2)."""
+    """The comparisons whose conjunction is ``R^i`` (docs/semantics.md §3, "Ties")."""
     check_ties(ties)
     return [Comparison(i, j, ties == "first" and j < i) for j in range(n_classes) if j != i]
 

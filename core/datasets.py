@@ -1,4 +1,4 @@
-"""Training forests with scikit-learn on CSV data (SPEC §6 ``rfcircuits train``), and scoring
+"""Training forests with scikit-learn on CSV data (``rfcircuits train``), and scoring
 a forest against its model on rows of a CSV (``train``'s test rows, ``rfcircuits import
 --data``).
 

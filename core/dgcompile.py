@@ -20,13 +20,9 @@ graph top-down from the residues of the tree graphs, so the only nodes made are 
 (and its sub-graphs'). The networks remain: ``counter="totalizer"`` (the default with generic
 Apply), a network of direct merges whose intermediates are thresholds of blocks of trees
 (:mod:`rfcircuits.totalizer`), and ``counter="oddeven"``, the odd-even network of paper Alg. 1–2.
-Under one feature order all three make the same (canonical) graphs; only the work differs.
-Measured on Table 2's configurations (``bench compile``, per class, 2026-11-27), top-down
-is 1.4–7× faster than the totalizer on most (appendicitis 32 s instead of 69 s, wine-recog
-16 s instead of 37 s, new-thyroid 0.5 s instead of 3.5 s), about even on segment, threeOf9,
-waveform-21 and xd6, and slower only on mofn-3-7-10 (0.095 s instead of 0.069 s). It creates
-3–10× fewer nodes: a 25-tree breast-cancer forest (30 features) compiles in 69 s, where the
-networks' intermediate graphs outgrew the node budget.
+Under one feature order all three make the same (canonical) graphs; only the work differs:
+top-down is the fastest on most forests and creates the fewest nodes (docs/decisions.md,
+"Decision graphs count votes top-down").
 
 A decision graph negates by swapping leaves, so one network per unordered class pair ``a < b``
 serves both classes: ``[v_b > v_a] = ¬[v_a >= v_b]`` and ``[v_b >= v_a] = ¬[v_a > v_b]``.
@@ -57,11 +53,9 @@ COUNTERS = ("topdown", "totalizer", "oddeven")
 #: With ``order="auto"`` and ordered Apply, the compile of a forest of more than
 #: :data:`SIFT_FEATURES` features that outgrows :data:`SIFT_TRIGGER` nodes stops, and the
 #: forest is compiled again under the order :func:`rfcircuits.featureorder.sift` makes of the
-#: heuristic one (the first attempt's work is lost; sifting costs up to about 8 s). On a
-#: 25-tree breast-cancer forest (30 features) the graphs then have 8.4 M nodes per class
-#: instead of 26.5 M, and the whole compile takes 34 s instead of 93 s. Narrower forests are
-#: left to the heuristics, which order their few features well, and smaller compiles would
-#: not repay the sifting (Table 2's twonorm compiles in 1.4 s).
+#: heuristic one (the first attempt's work is lost). Narrower forests are left to the
+#: heuristics, which order their few features well, and smaller compiles would not repay the
+#: sifting (docs/decisions.md, "Sifting the order of wide forests").
 SIFT_TRIGGER = 1_000_000
 SIFT_FEATURES = 20
 

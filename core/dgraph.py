@@ -1,4 +1,4 @@
-"""Hash-consed decision graphs with true/false leaves (SPEC §2, §5; paper §3 "Tractable
+"""Hash-consed decision graphs with true/false leaves (docs/algorithms.md; paper §3 "Tractable
 Class Formulas").
 
 A :class:`DG` manager owns immutable nodes with integer ids: the leaves ``FALSE`` (0) and
@@ -185,9 +185,10 @@ class DG:
 
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """The feature sets (bitmasks, by size then value) of the prime implicates of the
-        complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph (SPEC §3;
-        the search is :func:`rfcircuits.dgstore.min_deviations`). The C store packs sets in 64 bits;
-        beyond 64 features the reference search runs on its segments."""
+        complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph
+        (docs/semantics.md §6, §10; the search is :func:`rfcircuits.dgstore.min_deviations`).
+        The C store packs sets in 64 bits; beyond 64 features the reference search runs on its
+        segments."""
         if self.backend == "c" and len(self.features) > 64:
             return min_deviations(self.feature, self.store.segments, roots, x)
         return self.store.min_deviations(list(roots), list(x))
@@ -376,9 +377,9 @@ def segments_branches(segments: Iterable[tuple[int, int]]) -> tuple[tuple[int, i
 
 class _Branches:
     """``branches[n]`` of a store's node: ``(state mask, child)`` per child, sorted by lowest
-    state, computed on first use: by the C store itself (the Python conversion of segments
-    took 8 of 26 s of building a general reason over appendicitis's 1.9 M-node graph), else
-    by :func:`segments_branches`."""
+    state, computed on first use: by the C store itself (converting segments in Python was a
+    large share of building a general reason: docs/decisions.md, "Measurements behind the
+    code's constants and designs"), else by :func:`segments_branches`."""
 
     def __init__(self, store: Any) -> None:
         self._store = store

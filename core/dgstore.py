@@ -1,4 +1,4 @@
-"""Decision-graph node store: the pure-Python reference implementation (SPEC §2; paper §3
+"""Decision-graph node store: the pure-Python reference implementation (docs/algorithms.md; paper §3
 "Tractable Class Formulas", Alg. 4 and its ordered special case).
 
 :class:`rfcircuits.dgraph.DG` is the public facade; it keeps its nodes in a *store*, either this
@@ -330,8 +330,8 @@ def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
                    roots: Sequence[int], x: Sequence[int]) -> list[int]:
     """The inclusion-minimal *deviation sets* of the paths from ``roots`` to false, as
     feature bitmasks sorted by size then value: the feature sets of the prime implicates of
-    the complete reason of ``∧ roots`` at ``x`` (SPEC §3), i.e. the NRs (or, for the graph of
-    ``¬R^t``, the CEs for target ``t``) — read off the graph without building the reason.
+    the complete reason of ``∧ roots`` at ``x``, i.e. the NRs (docs/semantics.md §6; for the
+    graph of ``¬R^t``, the CEs for target ``t``) — read off the graph without building CR.
 
     Why this is the prime implicates: by the closed form (:mod:`rfcircuits.reasons`) the clauses of
     the complete reason are, bottom-up, those of the branch holding ``x[X]`` plus those of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class InputError(ValueError):
-    """Bad input (file, field, value). The message names where the problem is (SPEC §6 exit 2)."""
+    """Bad input (file, field, value). The message names where the problem is (the CLI exits 2)."""
 
 
 class BudgetExceeded(RuntimeError):

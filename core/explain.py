@@ -1,4 +1,5 @@
-"""The explainer: every field of SPEC §5 for an instance, from tractable class formulas.
+"""The explainer: every field of an explanation (docs/semantics.md) for an instance, from
+tractable class formulas.
 
 :class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
 (each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
@@ -60,10 +61,10 @@ SR_METHODS: tuple[str, ...] = get_args(SrMethod)
 ROBUST_METHODS: tuple[str, ...] = get_args(RobustMethod)
 NR_METHODS: tuple[str, ...] = get_args(NrMethod)
 #: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
-#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set; on
-#: appendicitis, 1.9 M nodes and 7 features, that takes about 45 s per class), and gives up
-#: when the projections add more than ``PROJECTION_FACTOR`` times its nodes plus
-#: ``PROJECTION_SLACK`` to the manager; the search serves such graphs.
+#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set;
+#: measured: docs/decisions.md, "Explanations"), and gives up when the projections add more
+#: than ``PROJECTION_FACTOR`` times its nodes plus ``PROJECTION_SLACK`` to the manager; the
+#: search serves such graphs.
 PROJECTION_WORK = 6 * 10 ** 8
 PROJECTION_FACTOR = 16
 PROJECTION_SLACK = 65536
@@ -262,7 +263,7 @@ class Explainer:
                        timings: Timings | None = None, sr_method: str | None = None,
                        robust_method: str | None = None,
                        nr_method: str | None = None) -> Explanation:
-        """Every requested field of SPEC §5 for instance ``x`` given as state indices (one
+        """Every requested explanation field for instance ``x`` given as state indices (one
         per feature, in feature order), as the command line and the checks hold instances.
 
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and

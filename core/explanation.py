@@ -1,9 +1,11 @@
-"""The explanation record, its canonical JSON line (SPEC §5) and its readable text.
+"""The explanation record, its canonical JSON line (docs/formats.md#explanations) and its
+readable text.
 
 Engines (the native explainer and every oracle) fill an :class:`Explanation`; its
 :meth:`Explanation.to_json` is the one serialisation, so equal answers print identically, and
 :meth:`Explanation.to_text` (``str(e)``) the one readable form (the demo prints it too).
-Which fields are present is given by ``what`` (the ``--what`` keys of SPEC §6).
+Which fields are present is given by ``what`` (the ``--what`` keys of ``rfcircuits explain``:
+docs/semantics.md#12-field-reference).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def what_keys(what: What) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Every field of SPEC §5 for one instance; fields outside ``what`` stay empty."""
+    """Every field of an explanation of one instance; fields outside ``what`` stay empty."""
 
     forest: Forest = field(repr=False, compare=False)
     instance: Instance
@@ -84,14 +86,14 @@ class Explanation:
         return canonical(items)
 
     def to_json(self) -> dict[str, Any]:
-        """The SPEC §5 object, keys in canonical order."""
+        """The JSON object (docs/formats.md#explanations), keys in canonical order."""
         out = self.header_json()
         for key in self.what:
             out[WHAT_FIELDS[key]] = self.field_json(key)
         return out
 
     def header_json(self) -> dict[str, Any]:
-        """The SPEC §5 keys every explanation has: instance, ties, votes, decision, classes."""
+        """The keys every explanation has: instance, ties, votes, decision, classes."""
         f = self.forest
         return {
             "instance": instance_to_json(f, self.instance),
@@ -102,7 +104,7 @@ class Explanation:
         }
 
     def field_json(self, key: str) -> Any:
-        """The JSON value of the field that ``--what`` key ``key`` adds (SPEC §5)."""
+        """The JSON value of the field that ``--what`` key ``key`` adds."""
         f = self.forest
         value = getattr(self, WHAT_FIELDS[key])
         if key == "ce":

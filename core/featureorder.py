@@ -40,11 +40,10 @@ def feature_order(forest: Forest, how: str = "auto") -> list[int]:
     prefix (2, 4, 8, … trees, at most half the forest) until the best one creates
     :data:`SAMPLE_NODES` nodes, and keeps the order that created the fewest nodes there
     (deterministic: it counts nodes, not seconds). Trees are i.i.d., so a prefix ranks the
-    orders much as the whole forest does; ``force`` roughly halves the nodes of segment,
-    twonorm and waveform against ``depth``, and ``usage`` helps magic and ring. The sample
-    counts with the odd-even network even though compiles use the totalizer: ranked by the
-    totalizer's work, shuttle got an order whose class graphs are up to 1.27× larger (240 K
-    instead of 190 K nodes), and the explanations pay for the graphs' size.
+    orders much as the whole forest does. Each candidate wins on some forests, and the sample
+    counts with the odd-even network whatever the compile counts with, as ranking by another
+    counter's work picked orders with larger graphs (docs/decisions.md, "Measurements behind
+    the code's constants and designs").
     """
     k = len(forest.features)
     if how == "index":
@@ -116,9 +115,7 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
     largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes;
     windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
     some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
-    alone overfits it: on a 25-tree breast-cancer forest (30 features), an order sifted on 10
-    trees made 47 M nodes per class, against 26.5 M for ``force``; sifted on windows covering
-    the forest, 6–12 M (compiled 3–4× faster, and explained about 1.5× faster)."""
+    alone overfits it (docs/decisions.md, "Sifting the order of wide forests")."""
     from rfcircuits.dgcompile import compile_dg  # dgcompile imports this module
 
     trees = forest.trees

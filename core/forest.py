@@ -1,7 +1,8 @@
 """Forest data model: features, trees, votes and the ``rfcircuits.forest/1`` format.
 
-SPEC §1 (features and states), §2 (trees, hard-majority vote, tie policies) and §5 (forest
-and instance JSON). Every other module, native or oracle, shares only this model.
+Meanings in docs/semantics.md (features and states; trees, the hard-majority vote, tie
+policies), files in docs/formats.md (forests, instances). Every other module, native or
+oracle, shares only this model.
 
 - A :class:`Feature` has ordered states; a numeric feature's states are the intervals cut by
   its thresholds (``(-inf,t1]``, ``(t1,t2]``, …, ``(tm,+inf)``). A numeric feature with no
@@ -64,7 +65,8 @@ def states_mask(states: Iterable[int]) -> int:
 
 
 def interval_names(thresholds: Sequence[float]) -> tuple[str, ...]:
-    """SPEC §1 state names of a numeric feature; thresholds printed with ``repr(float)``."""
+    """The state names of a numeric feature (docs/semantics.md#1-features-and-states);
+    thresholds printed with ``repr(float)``."""
     bounds = ["-inf"] + [repr(float(t)) for t in thresholds] + ["+inf"]
     names = [f"({bounds[i]},{bounds[i + 1]}]" for i in range(len(bounds) - 2)]
     names.append(f"({bounds[-2]},+inf)")
@@ -190,7 +192,8 @@ class Tree:
 
 @dataclass(frozen=True)
 class Forest:
-    """A random forest over discrete features (SPEC §2). Construction validates (SPEC §5).
+    """A random forest over discrete features (docs/semantics.md#3-trees-votes-and-class-formulas).
+    Construction validates (docs/formats.md#forest-files).
 
     ``input_dtype`` (one of :data:`INPUT_DTYPES`) is how raw numbers are read before they are
     placed in interval states (:func:`read_value`); it changes nothing else."""
@@ -220,7 +223,7 @@ class Forest:
         return counts
 
     def classes_of(self, x: Sequence[int], ties: str = "first") -> list[int]:
-        """All classes ``c`` with ``x ⊨ R^c`` under the tie policy (SPEC §2)."""
+        """All classes ``c`` with ``x ⊨ R^c`` under the tie policy (docs/semantics.md §3)."""
         return classes_from_votes(self.votes(x), ties)
 
     def decision(self, x: Sequence[int]) -> int:
@@ -243,7 +246,7 @@ class Forest:
 
 
 def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
-    """Classes an instance with these vote counts belongs to (SPEC §2)."""
+    """Classes an instance with these vote counts belongs to (docs/semantics.md §3)."""
     best = max(counts)
     if ties == "all":
         return [i for i, v in enumerate(counts) if v == best]
@@ -264,7 +267,8 @@ def _node_json(forest: Forest, node: TreeNode) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Structural validation (SPEC §5): DAG, branches partition the feasible states, known classes.
+# Structural validation (docs/formats.md#forest-files): DAG, branches partition the feasible
+# states, known classes.
 
 
 def _names(feature: Feature, mask: int) -> str:
@@ -367,7 +371,8 @@ def topological_order(nodes: Sequence[TreeNode], t: int = 0) -> list[int]:
 
 
 def _check_feasible(forest: Forest, t: int, nodes: Sequence[TreeNode], order: list[int]) -> None:
-    """Along every path, a node's branches must cover exactly the feasible states (SPEC §2)."""
+    """Along every path, a node's branches must cover exactly the feasible states
+    (docs/semantics.md#3-trees-votes-and-class-formulas)."""
     problem = weak_test_once_violation(
         order, [0], lambda k: (nodes[k].feature, nodes[k].branches)  # type: ignore[union-attr]
         if type(nodes[k]) is Branching else None, [f.full for f in forest.features])
@@ -417,12 +422,13 @@ def weak_test_once_violation(
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON (SPEC §5).
+# JSON (docs/formats.md).
 
 
 class JsonReader:
     """Field access with error messages naming the place (``tree 2, node 5, field 'feature'``),
-    for the readers of SPEC §5 documents (forests here, circuit files in the BDD oracle)."""
+    for the readers of documents (docs/formats.md: forests here, circuit files in the BDD
+    oracle)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -544,8 +550,8 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
 
 
 def parse_states(feature: Feature, states: Any, fail: Callable[[str], InputError]) -> int:
-    """The bitmask of a JSON list of distinct state indices of ``feature`` (SPEC §5: tree
-    branches, circuit literals); ``fail(problem)`` makes the error naming the place."""
+    """The bitmask of a JSON list of distinct state indices of ``feature`` (docs/formats.md:
+    tree branches, circuit literals); ``fail(problem)`` makes the error naming the place."""
     if not isinstance(states, list):
         raise fail(f"states must be a list of state indices, not {states!r}")
     mask = 0
@@ -590,7 +596,8 @@ def save_forest(forest: Forest, path: str | os.PathLike[str]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Instances (SPEC §5): {"name": state name, or a raw number for a numeric feature}.
+# Instances (docs/formats.md#instances): {"name": state name, or a raw number for a numeric
+# feature}.
 
 
 def parse_instance(forest: Forest, obj: Any, where: str = "instance") -> Instance:

@@ -1,5 +1,5 @@
 """General sufficient and necessary reasons: variable-minimal prime implicants and implicates
-of the general reason (SPEC §3; Ji & Darwiche 2023; paper Alg. 6–7 and their Appendix).
+of the general reason (docs/semantics.md §7–§8; Ji & Darwiche 2023: Alg. 6–7 and Appendix).
 
 The feature sets of the GSRs are exactly those of the SRs, and the feature sets of the GNRs
 exactly those of the NRs (a prime implicant/implicate of GR mentions a superset of some

@@ -1,4 +1,4 @@
-"""Hash-consed NNF circuits over discrete literals (SPEC §1, §5).
+"""Hash-consed NNF circuits over discrete literals (docs/formats.md#circuit-files).
 
 An :class:`NNF` manager owns immutable nodes with integer ids: the constants ``FALSE`` (0)
 and ``TRUE`` (1), literals ``(feature, state mask)`` and ∧/∨ nodes over child ids. A unique
@@ -194,7 +194,7 @@ class NNF:
     # -- export ---------------------------------------------------------------------------------
 
     def to_json(self, root: int, forest: Forest, class_name: str, ties: str) -> dict[str, Any]:
-        """The ``rfcircuits.nnf/1`` document of one class formula (SPEC §5)."""
+        """The ``rfcircuits.nnf/1`` document of one class formula (docs/formats.md)."""
         ids = self.reachable([root])
         renumber = {n: i for i, n in enumerate(ids)}
         nodes: list[dict[str, Any]] = []

@@ -1,4 +1,4 @@
-"""NRs and CEs by existential projections, for forests with few features (SPEC §3).
+"""NRs and CEs by existential projections, for forests with few features (docs/algorithms.md).
 
 The NRs of a decision are the minimal feature sets ``D`` such that some world that agrees
 with the instance ``x`` outside ``D`` falsifies the class formula ``∧ roots`` (the prime

@@ -1,4 +1,4 @@
-"""Complete and general reasons by their closed forms on decision graphs (SPEC §3).
+"""Complete and general reasons by their closed forms on decision graphs (docs/semantics.md §4).
 
 For a weak test-once decision graph and an instance ``x``, at a node on ``X`` with branches
 ``(S_k, T_k)``:

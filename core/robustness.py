@@ -1,4 +1,4 @@
-"""Robustness of a decision and its shortest flips (paper Alg. 5–7; SPEC §3).
+"""Robustness of a decision and its shortest flips (paper Alg. 5–7; docs/semantics.md §9).
 
 - :func:`robustness` is Alg. 5 on the complete reason (monotone, or-decomposable): for each
   NNF node the length ``r`` of its shortest prime implicates and the set ``V`` of their

@@ -1,4 +1,4 @@
-"""Import fitted scikit-learn tree ensembles into the forest model (SPEC §1, §2).
+"""Import fitted scikit-learn tree ensembles into the forest model (docs/semantics.md §1, §3).
 
 Supports fitted single-output ``RandomForestClassifier``, ``ExtraTreesClassifier`` and
 ``DecisionTreeClassifier`` models (and their subclasses); not a ``Pipeline``, whose other steps
@@ -83,8 +83,8 @@ def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[flo
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
                         class_names: Sequence[str] | None = None) -> Forest:
-    """The forest of a fitted scikit-learn classifier (hard-majority semantics, SPEC §2), with
-    ``input_dtype`` ``"float32"`` (module docstring)."""
+    """The forest of a fitted scikit-learn classifier (hard-majority semantics,
+    docs/semantics.md §3), with ``input_dtype`` ``"float32"`` (module docstring)."""
     estimators = _estimators(model)
     if getattr(model, "n_outputs_", 1) != 1:
         raise InputError("multi-output classifiers are not supported")

@@ -7,7 +7,7 @@ wire ``n + j`` is the ``j``-th comparator output, and each output is ``max`` (``
 :func:`evaluate` then computes only the comparators the requested outputs depend on, with
 caller-supplied operations — NNF gates, decision-graph Apply or plain booleans.
 
-Output ``y_k`` (1-based, descending) is true iff at least ``k`` inputs are true (SPEC §2).
+Output ``y_k`` (1-based, descending) is true iff at least ``k`` inputs are true.
 With ``presorted_pairs`` the inputs come as pairs ``(a_l, b_l)`` with ``b_l ⊨ a_l`` (paper,
 footnote to Alg. 3: ``(¬C^j_l, C^i_l)``), so the first layer of comparators is the identity
 and is skipped.

@@ -1,4 +1,5 @@
-"""Literals, terms and clauses, and their canonical order and JSON form (SPEC §1, §5).
+"""Literals, terms and clauses, and their canonical order and JSON form
+(docs/formats.md#literals-terms-and-clauses).
 
 A literal is ``(feature index, state mask)`` with ``0 < mask < full``; a term or a clause is
 a tuple of literals on distinct features sorted by feature index (the same representation
@@ -29,7 +30,7 @@ def make(literals: Iterable[Literal]) -> Term:
 
 
 def sort_key(term: Term) -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """SPEC §5 sort key of a term or clause: its ``[[feature, [states]], …]`` as tuples, which
+    """The canonical sort key of a term or clause: its ``[[feature, [states]], …]`` as tuples, which
     compare as those lists do."""
     return tuple((f, _states(m)) for f, m in term)
 
@@ -41,7 +42,7 @@ def _states(mask: int) -> tuple[int, ...]:
 
 
 class Canonical(tuple):  # type: ignore[type-arg]
-    """A tuple of terms/clauses that :func:`canonical` made (deduplicated, SPEC §5 order), so
+    """A tuple of terms/clauses that :func:`canonical` made (deduplicated, canonical order), so
     that canonicalising it again (:meth:`rfcircuits.explanation.Explanation.to_json` does, for
     fields any engine fills) costs nothing: tens of thousands of SRs and NRs take about a
     second to sort."""
@@ -50,7 +51,7 @@ class Canonical(tuple):  # type: ignore[type-arg]
 
 
 def canonical(items: Iterable[Term]) -> tuple[Term, ...]:
-    """A set of terms/clauses, deduplicated and in SPEC §5 order.
+    """A set of terms/clauses, deduplicated and in canonical order (docs/formats.md).
 
     When every literal has one state (NRs, SRs, CEs), the terms themselves compare in that
     order: a one-state mask ``1 << s`` grows with ``s``."""
@@ -128,7 +129,7 @@ def term_json(forest: Forest, term: Term) -> list[dict[str, Any]]:
 
 
 def terms_json(forest: Forest, items: Iterable[Term]) -> list[list[dict[str, Any]]]:
-    """The items' JSON (SPEC §5). Items repeat a few literals (SRs and NRs use one per
+    """The items' JSON (docs/formats.md). Items repeat a few literals (SRs and NRs use one per
     feature) tens of thousands of times, so each literal's dict is made once and shared."""
     made: dict[Literal, dict[str, Any]] = {}
     return [[made[lit] if lit in made else made.setdefault(lit, literal_json(forest, lit))

@@ -14,16 +14,10 @@ canonical graphs, are the same. What differs is the intermediate functions:
   must track the counts' parities as well as their sums.
 
 The direct merge takes more operations (quadratic in the block sizes instead of
-``n log² n``), but each builds a smaller graph. Where the graphs are large that wins: with the
-same feature order, ann-thyroid's first 20 / 48 trees created 1.8 M / 52 M nodes instead of
-3.8 M / 96 M (1.6 s / 96 s instead of 4.2 s / 166 s); Table 2's forests, both counters
-back to back: wine-recog 112 s instead of 198 s, appendicitis 119 s instead of 188 s, glass2
-43 s instead of 69 s, ionosphere 16 s instead of 20 s, magic 8.4 s instead of 14.7 s,
-waveform-21 0.43 s instead of 1.42 s. Where many trees meet small graphs the extra operations
-cost more than they save: new-thyroid (100 trees) 8.1–9.0 s instead of 5.6–5.8 s, ecoli
-7.8–9.2 s instead of 6.9–7.1 s, banknote 0.5 s instead of 0.4 s; shuttle and phoneme are
-even. For NNF circuits, whose size is the gate count, the odd-even network stays (paper
-Alg. 3).
+``n log² n``), but each builds a smaller graph. Where the graphs are large that wins; where
+many trees meet small graphs the extra operations cost more than they save (docs/decisions.md,
+"Before that, decision graphs counted votes with a totalizer"). For NNF circuits, whose size
+is the gate count, the odd-even network stays (paper Alg. 3).
 
 Only the thresholds that the wanted outputs depend on are built: a block's range of ``k``
 follows from its parent's range and its sibling's size.

@@ -1,13 +1,13 @@
 """OBDD oracle: class formulas, reasons and explanations of a forest by BDD operations.
 
-An independent oracle for SPEC §2–§5. It shares only the data model with the native engine
-(``rfcircuits.forest``, ``rfcircuits.terms``, ``rfcircuits.explanation``, ``rfcircuits.errors``): no sorting network,
-no decision-graph Apply, no closed form on decision graphs and no prime-implicant code of the
-engine is used.
+An independent oracle for the answers docs/semantics.md defines. It shares only the data model
+with the native engine (``rfcircuits.forest``, ``rfcircuits.terms``, ``rfcircuits.explanation``,
+``rfcircuits.errors``): no sorting network, no decision-graph Apply, no closed form on decision
+graphs and no prime-implicant code of the engine is used.
 
-Encoding (SPEC §1). One Boolean BDD variable ``x{f}_{s}`` per feature ``f`` and state ``s``;
+Encoding. One Boolean BDD variable ``x{f}_{s}`` per feature ``f`` and state ``s``;
 the *domain constraint* D says that every feature has exactly one true variable. The order is
-static (dynamic reordering off; sifting was 10× slower here): each feature's variables are
+static (dynamic reordering off: sifting was slower here): each feature's variables are
 adjacent in state order, and the features are ordered by how close to the tree roots they
 are tested (:func:`_feature_order`). Formulas are only meaningful on worlds satisfying D,
 and every query (model count, implication, equivalence, counterexample) is asked under D.
@@ -15,16 +15,16 @@ Conditioning on ``X = t`` (``Δ|t``) sets ``x{X}_t`` true and the feature's othe
 false. ``dd.cudd`` is used when it imports, else the pure-Python ``dd.autoref``
 (``backend=`` picks one explicitly).
 
-Class formulas (SPEC §2). A tree's class formulas come from its root-to-leaf paths, memoised
+Class formulas. A tree's class formulas come from its root-to-leaf paths, memoised
 per node (trees are DAGs) in one iterative bottom-up pass. The forest's formulas count votes
 by dynamic programming over the trees, one pair of classes ``(i, j)`` at a time: a map
 ``d → [v_i − v_j = d over the trees seen so far]`` (conjoined with D, which keeps the BDDs
-about 20× smaller) is updated tree by tree, then ``[v_i >= v_j]`` is the disjunction over
+much smaller) is updated tree by tree, then ``[v_i >= v_j]`` is the disjunction over
 ``d >= 0`` and ``[v_i > v_j]`` over ``d >= 1``. ``first``: ``R^i = ∧_{j<i}[v_i > v_j] ∧
 ∧_{j>i}[v_i >= v_j]``; ``all``: ``R^i = ∧_{j≠i}[v_i >= v_j]``; a one-class forest has
 ``R^0 = true``.
 
-Reasons (SPEC §3). CR and GR by the per-feature quantifier form applied to every feature,
+Reasons. CR and GR by the per-feature quantifier form applied to every feature,
 ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` and ``∀^G_X Δ = Δ|s ∧ ∧_{t≠s}([X≠t] ∨ Δ|t)``;
 the latter's conjunction is built in its equivalent form ``Δ ∨ [X=s]`` (equal on D).
 
@@ -44,22 +44,20 @@ not use the lemma that every literal of a prime of GR contains the instance's st
 (``rfcircuits.crosscheck.brute`` does), so agreement with the brute force also checks that lemma.
 From these: SRs/NRs = prime implicants/implicates of CR, GSRs/GNRs = the variable-minimal
 prime implicants/implicates of GR, CEs for target t = prime implicates of the CR of ``¬R^t``
-at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs (SPEC §5).
+at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs.
 
-Circuit files (SPEC §5). :meth:`BddOracle.check_circuit` reads an ``rfcircuits.nnf/1`` or
+Circuit files (docs/formats.md). :meth:`BddOracle.check_circuit` reads an ``rfcircuits.nnf/1`` or
 ``rfcircuits.dg/1`` document into a BDD and decides equivalence with the oracle's own class
 formula under D; a difference comes back as a counterexample world.
 
 Size limits (:meth:`BddOracle.too_big`). Vote BDDs blow up quickly with the number of trees
-and state variables (``LIBRARY-NOTES.md``), and prime enumeration is exponential in the
-number of features. Measured here (cudd, depth-4 scikit-learn forests, a loaded 2-core
-machine; features / state variables / trees / classes): 8 / 99 / 10 / 2 ≈ 2 s to compile and
-1–2 s per explanation; 10 / 100 / 10 / 2 ≈ 4–6 s and 2–9 s; 8 / 129 / 12 / 3 ≈ 8–50 s;
-12 / 128 / 12 / 2 over a minute. The oracle therefore accepts at most :data:`MAX_FEATURES`
-features, :data:`MAX_VARIABLES` state variables, :data:`MAX_TREES` trees, and
-``trees × state variables × class pairs`` up to :data:`MAX_WORK` (one vote DP per pair of
-classes). The bounds are conservative; the property-test forests (≤ 6 features, ≤ 5 states,
-≤ 10 trees, ≤ 3 classes, work ≤ 900) take well under a second.
+and state variables, and prime enumeration is exponential in the number of features
+(measured: docs/decisions.md, "Measurements behind the code's constants and designs"). The
+oracle therefore accepts at most :data:`MAX_FEATURES` features, :data:`MAX_VARIABLES` state
+variables, :data:`MAX_TREES` trees, and ``trees × state variables × class pairs`` up to
+:data:`MAX_WORK` (one vote DP per pair of classes). The bounds are conservative; the
+property-test forests (≤ 6 features, ≤ 5 states, ≤ 10 trees, ≤ 3 classes, work ≤ 900) take
+well under a second.
 """
 
 from __future__ import annotations
@@ -163,7 +161,7 @@ class CircuitCheck:
 
 
 class BddOracle:
-    """Class formulas of a forest as BDDs, and every SPEC §5 field computed from them."""
+    """Class formulas of a forest as BDDs, and every explanation field computed from them."""
 
     def __init__(self, forest: Forest, ties: str = "first", backend: str = "auto") -> None:
         self.forest = forest
@@ -258,7 +256,7 @@ class BddOracle:
             raise InputError(f"instance {tuple(x)!r}: expected one state index per feature "
                              f"({len(features)} features)")
 
-    # -- class formulas (SPEC §2) ----------------------------------------------------------
+    # -- class formulas --------------------------------------------------------------------
 
     def _tree_formulas(self, tree: Tree) -> list[Bdd]:
         """``C^c`` of one tree for every class ``c``, from its root-to-leaf paths."""
@@ -321,7 +319,7 @@ class BddOracle:
         return out
 
     def class_formulas(self, ties: str | None = None) -> list[Bdd]:
-        """``R^c`` for every class under a tie policy (default: the oracle's), SPEC §2."""
+        """``R^c`` for every class under a tie policy (default: the oracle's)."""
         ties = check_ties(ties or self.ties)
         if ties not in self._classes:
             out = []
@@ -343,20 +341,20 @@ class BddOracle:
         return self.bdd.let(self._world(x), self.class_formula(c, ties)) == self.bdd.true
 
     def model_count(self, c: int, ties: str | None = None) -> int:
-        """Number of worlds in ``R^c`` (SPEC §4 Figure 1 counts)."""
+        """Number of worlds in ``R^c`` (the paper's Figure 1 counts)."""
         return self._count(self.class_formula(c, ties) & self.domain)
 
     def _count(self, u: Bdd) -> int:
         # dd.cudd returns a float, dd.autoref an int; all declared variables are state variables.
         return int(round(self.bdd.count(u, nvars=self._n_vars)))
 
-    # -- reasons (SPEC §3) -----------------------------------------------------------------
+    # -- reasons ---------------------------------------------------------------------------
 
     def complete_reason(self, x: Sequence[int], delta: Bdd) -> Bdd:
-        """CR of Δ at x: ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` for every feature X, SPEC §3.
+        """CR of Δ at x: ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` for every feature X.
 
-        Features are taken in level order, top first (the order does not matter, SPEC §3;
-        top first was 4–5× faster than bottom first on sklearn-like forests).
+        Features are taken in level order, top first (the order does not matter; top first
+        was faster).
         """
         self._check_instance(x)
         for f in self.order:
@@ -366,12 +364,12 @@ class BddOracle:
         return delta
 
     def general_reason(self, x: Sequence[int], delta: Bdd) -> Bdd:
-        """GR of Δ at x: ``∀^G_X Δ = Δ|s ∧ ∧_{t≠s}([X≠t] ∨ Δ|t)`` for every X, SPEC §3.
+        """GR of Δ at x: ``∀^G_X Δ = Δ|s ∧ ∧_{t≠s}([X≠t] ∨ Δ|t)`` for every X.
 
         On the domain, ``∧_{t≠s}([X≠t] ∨ Δ|t)`` is ``Δ ∨ [X=s]`` (in a world with
         ``X = t ≠ s`` both say ``Δ|t``, with ``X = s`` both are true); that form needs one
-        cofactor instead of one per state and avoids large intermediate conjunctions (on a
-        10-tree sklearn forest: 1 s instead of 80 s).
+        cofactor instead of one per state and avoids large intermediate conjunctions (much
+        faster).
         """
         self._check_instance(x)
         for f in self.order:
@@ -382,7 +380,7 @@ class BddOracle:
     # -- prime implicants and implicates ---------------------------------------------------
 
     def prime_implicants(self, phi: Bdd) -> tuple[Term, ...]:
-        """All prime implicants of φ on the domain worlds, in SPEC §5 order (see module doc)."""
+        """All prime implicants of φ on the domain worlds, in canonical order (see module doc)."""
         return _canonical(self._primes(0, phi, _Memo()))
 
     def prime_implicates(self, phi: Bdd) -> tuple[Clause, ...]:
@@ -516,10 +514,10 @@ class BddOracle:
                 return candidate
         return None
 
-    # -- explanations (SPEC §3, §5) --------------------------------------------------------
+    # -- explanations ----------------------------------------------------------------------
 
     def explain(self, x: Instance, what: Iterable[str] = ALL_WHAT) -> Explanation:
-        """Every requested field of SPEC §5 for instance ``x``, from the BDDs."""
+        """Every requested explanation field for instance ``x``, from the BDDs."""
         self._check_instance(x)
         what = tuple(what)
         unknown = sorted(set(what) - set(ALL_WHAT))
@@ -559,7 +557,7 @@ class BddOracle:
         return Explanation(forest, tuple(x), self.ties, tuple(forest.votes(x)), decision,
                            member_of, tuple(k for k in ALL_WHAT if k in what), **fields)
 
-    # -- circuit documents (SPEC §5) -------------------------------------------------------
+    # -- circuit documents -----------------------------------------------------------------
 
     def check_circuit(self, doc: Any, source: str = "") -> CircuitCheck:
         """Decide whether an nnf/dg circuit document is equivalent to ``R^class`` (under D).
@@ -606,8 +604,8 @@ def _feature_order(forest: Forest) -> list[int]:
     """Static variable order: features tested near the roots first (ties: forest order).
 
     A feature scores ``Σ 2^-depth`` over the test nodes on it (depth = fewest edges from the
-    root, by breadth-first search); on sklearn-like forests this order gave about 3× smaller
-    class BDDs and 4–5× faster compilation than the forest's feature order.
+    root, by breadth-first search); on scikit-learn forests this order gave smaller class BDDs
+    and faster compiles than the forest's feature order.
     """
     score = [0.0] * len(forest.features)
     for tree in forest.trees:
@@ -628,7 +626,7 @@ def _feature_order(forest: Forest) -> list[int]:
 
 
 def _canonical(terms: Iterable[Term]) -> tuple[Term, ...]:
-    """Terms/clauses with literals sorted by feature, as a canonical set (SPEC §5)."""
+    """Terms/clauses with literals sorted by feature, as a canonical set."""
     return Explanation.sets(tuple(sorted(term)) for term in terms)
 
 
@@ -642,7 +640,7 @@ def _minimal_sets(family: Iterable[int]) -> list[int]:
 
 
 class _CircuitReader(JsonReader):
-    """Validates a circuit document (SPEC §5) and builds its BDD; errors name the place."""
+    """Validates a circuit document (docs/formats.md) and builds its BDD; errors name the place."""
 
     def __init__(self, oracle: BddOracle, source: str) -> None:
         super().__init__(source)
@@ -733,7 +731,7 @@ class _CircuitReader(JsonReader):
                 mask = self.states(f, lit[1], f"{where}, field 'lit'")
                 if mask in (0, self.forest.features[f].full):
                     raise self.fail(where, "a literal's states must be a non-empty proper "
-                                           "subset of the feature's states (SPEC §1)")
+                                           "subset of the feature's states")
                 built.append(self.oracle.literal(f, mask))
             elif kind in ("and", "or"):
                 out = self.bdd.true if kind == "and" else self.bdd.false
@@ -750,7 +748,7 @@ class _CircuitReader(JsonReader):
         """The BDD of every ``rfcircuits.dg/1`` node: ``∨_k ([X ∈ S_k] ∧ child_k)``.
 
         Branch state sets must be non-empty and disjoint; they need not cover every state
-        (a decision graph lists only the states feasible at a node, SPEC §2).
+        (a decision graph lists only the states feasible at a node).
         """
         built: list[Bdd] = []
         for i, node in enumerate(nodes):

@@ -1,4 +1,4 @@
-"""Brute-force oracle: every answer by the semantic definitions of SPEC §3, over all worlds.
+"""Brute-force oracle: every answer by its definition (docs/semantics.md), over all worlds.
 
 No circuit, closed form or sorting network is used: class membership comes from counting
 the trees' votes in each world, and every reason is found by enumerating worlds, feature sets
@@ -10,7 +10,7 @@ One lemma bounds the enumeration of general terms and clauses: the model set of 
 under moving any feature back to the instance's state (``w ⊨ GR`` and ``w'`` in ``GBox(w)``
 imply ``w' ⊨ GR``). Hence a literal of a prime implicant or prime implicate of GR that missed
 ``x[X]`` could be dropped (implicate) or widened by ``x[X]`` (implicant) and stay valid, so every
-literal of a prime implicant/implicate contains ``x[X]`` (SPEC §3 says the same of GSRs), and
+literal of a prime implicant/implicate contains ``x[X]``, and
 only such literals are enumerated. ``tests/test_brute.py`` checks this against the unrestricted
 enumeration on tiny forests.
 """
@@ -27,9 +27,9 @@ from rfcircuits.forest import Forest, Instance, check_ties, classes_from_votes
 #: Default bound on the number of worlds the oracle accepts.
 MAX_WORLDS = 20_000
 #: Bound on the candidate general terms or clauses, ``Π_X 2^(|X|-1)``, that GSRs, GNRs and
-#: shortest flips enumerate (2^18 take ≈ 3 s per instance on 2,000 worlds); past it the
-#: oracle still gives every other field (the worlds fit, the candidates do not: iris's four
-#: features of 5–17 states make 9,350 worlds but 2^39 candidates).
+#: shortest flips enumerate (2^18 take seconds per instance); past it the oracle still gives
+#: every other field (the worlds can fit when the candidates do not: docs/decisions.md,
+#: "Brute force's general fields have their own bound").
 MAX_GENERAL_CANDIDATES = 2 ** 18
 #: The fields that enumerate those candidates.
 GENERAL = ("gsr", "gnr", "flips")
@@ -71,7 +71,7 @@ class WorldSet:
 
 
 class BruteForce(WorldSet):
-    """All worlds of a small forest, with class membership by counting votes (SPEC §2)."""
+    """All worlds of a small forest, with class membership by counting votes."""
 
     def __init__(self, forest: Forest, ties: str = "first", max_worlds: int = MAX_WORLDS) -> None:
         self.ties = check_ties(ties)
@@ -113,7 +113,7 @@ class BruteForce(WorldSet):
         """Features on which two worlds differ (bitmask)."""
         return sum(1 << f for f in range(self.n_features) if x[f] != w[f])
 
-    # -- the two boxes of SPEC §3 ----------------------------------------------------------------
+    # -- the two boxes of CR and GR (docs/semantics.md §4) ---------------------------------------
 
     def complete_reason(self, x: Sequence[int], delta: int) -> int:
         """``w ⊨ CR`` iff ``CBox(w) ⊆ models(Δ)``; CBox fixes the features where w agrees with x."""
@@ -158,7 +158,7 @@ class BruteForce(WorldSet):
         return None
 
     def explain(self, x: Instance, what: Sequence[str] = ALL_WHAT) -> Explanation:
-        """Every requested field of SPEC §5, each from its definition in SPEC §3 (the
+        """Every requested explanation field, each from its definition (the
         :data:`GENERAL` ones only within :meth:`general_too_big`'s bound)."""
         beyond = self.general_too_big() if any(k in GENERAL for k in what) else None
         if beyond:

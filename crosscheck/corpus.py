@@ -1,19 +1,19 @@
-"""The golden corpus in ``fixtures/`` (issue 6, part A): cases with oracle-confirmed answers.
+"""The golden corpus in ``fixtures/``: cases with oracle-confirmed answers.
 
 Layout (format :data:`CORPUS_FORMAT`)::
 
     fixtures/MANIFEST.json    format, package versions, and per case: origin, edge-case
                               categories hit, forest size, oracle confirmations, circuit files
     fixtures/README.md        what the corpus holds and how to use it
-    fixtures/cases/<id>/forest.json           the forest (rfcircuits.forest/1, SPEC §5)
+    fixtures/cases/<id>/forest.json           the forest (rfcircuits.forest/1)
                         instances.jsonl       one instance per line, as state names
-                        expected-first.jsonl  one SPEC §5 explanation line per instance, every
+                        expected-first.jsonl  one explanation line per instance, every
                         expected-all.jsonl    field, byte-identical to ``rfcircuits explain``
                         circuits/<form>/<ties>/R<c>-<class>.<nnf|dg>.json
                               (small forests: every class, forms nnf, dg-conj, dg, both tie
                               policies, as ``rfcircuits compile --out`` writes them)
 
-Cases (:func:`plan`): the SPEC §4 examples with every world as an instance; tiny random
+Cases (:func:`plan`): the worked examples with every world as an instance; tiny random
 forests of :func:`rfcircuits.crosscheck.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
 single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests), their
@@ -83,7 +83,7 @@ PACKAGES = ("numpy", "scikit-learn", "dd", "python-sat")
 
 
 def expected_file(ties: str) -> str:
-    """Name of a case's expected explanations under a tie policy (SPEC §5 lines)."""
+    """Name of a case's expected explanations under a tie policy."""
     return f"expected-{ties}.jsonl"
 
 
@@ -196,10 +196,11 @@ TRAINED = (
     TrainedSpec("digits", (20, 28, 36, 43, 44, 21), (0, 1, 2, 3, 4), 20, 2),
 )
 
-SPEC_CASES = {
-    "spec-susan": ("SUSAN_FOREST", "SUSAN", "SPEC §4 Susan (paper Fig. 2)"),
-    "spec-flip": ("FLIP_FOREST", "FLIP", "SPEC §4 flip example (paper §4)"),
-    "spec-figure1": ("FIGURE1_FOREST", None, "SPEC §4 Figure 1 decision graph"),
+#: The worked examples (:mod:`rfcircuits.crosscheck.spec_examples`): forest, instance, title.
+EXAMPLE_CASES = {
+    "spec-susan": ("SUSAN_FOREST", "SUSAN", "worked example: Susan (paper Fig. 2)"),
+    "spec-flip": ("FLIP_FOREST", "FLIP", "worked example: flip (paper §4)"),
+    "spec-figure1": ("FIGURE1_FOREST", None, "worked example: Figure 1 decision graph"),
 }
 
 
@@ -213,10 +214,10 @@ class CaseSpec:
 
 
 def spec_case(case_id: str) -> CaseSpec:
-    """A SPEC §4 worked example (:mod:`rfcircuits.crosscheck.spec_examples`) with every world."""
-    forest_name, instance_name, title = SPEC_CASES[case_id]
+    """A worked example (:mod:`rfcircuits.crosscheck.spec_examples`) with every world."""
+    forest_name, instance_name, title = EXAMPLE_CASES[case_id]
     return CaseSpec(case_id, {"kind": "spec", "example": title, "forest": forest_name,
-                              "instances": "every world; the SPEC's instance first" if
+                              "instances": "every world; the example's instance first" if
                               instance_name else "every world"})
 
 
@@ -265,7 +266,7 @@ def make(spec: CaseSpec) -> Made:
     if origin["kind"] == "spec":
         doc = getattr(spec_examples, origin["forest"])
         forest = forest_from_json(doc, source=origin["example"])
-        first = SPEC_CASES[spec.id][1]
+        first = EXAMPLE_CASES[spec.id][1]
         head = [spec_examples.instance(forest, getattr(spec_examples, first))] if first else []
         return Made(forest, list(dict.fromkeys(head + _worlds(forest))))
     if origin["kind"] == "random":
@@ -285,8 +286,8 @@ def _worlds(forest: Forest) -> list[Instance]:
 
 def with_single_state_retests(forest: Forest, rng: random.Random) -> Forest:
     """Below (about half of) the branches that leave a single state of their feature feasible,
-    insert a node re-testing that feature with one branch on that state (SPEC §2: the branches
-    partition the feasible states, here a single one)."""
+    insert a node re-testing that feature with one branch on that state (the branches partition
+    the feasible states, here a single one)."""
     trees = []
     for tree in forest.trees:
         nodes = list(tree.nodes)
@@ -345,7 +346,7 @@ def _trained(origin: dict[str, Any]) -> Made:
 
 
 def native_lines(forest: Forest, instances: Sequence[Instance]) -> dict[str, list[str]]:
-    """The native engine's explanation lines, every field, per tie policy (SPEC §5)."""
+    """The native engine's explanation lines, every field, per tie policy."""
     out = {}
     for ties in TIES:
         explainer = Explainer(forest, ties)
@@ -471,13 +472,13 @@ def _circuits(forest: Forest) -> tuple[dict[str, str], list[str], str | None]:
 
 
 def _spec_answers(case_id: str, forest: Forest, lines: dict[str, list[str]]) -> list[str]:
-    """Differences between the SPEC §4 listed answers and the case's lines."""
+    """Differences between the worked example's listed answers and the case's lines."""
     problems = []
     if case_id == "spec-figure1":
         decided = [json.loads(line)["decision"] for line in lines["first"]]
         for name, count in spec_examples.FIGURE1_COUNTS.items():
             if decided.count(name) != count:
-                problems.append(f"{decided.count(name)} worlds in {name}, SPEC §4 says {count}")
+                problems.append(f"{decided.count(name)} worlds in {name}, the example says {count}")
         return problems
     answers = spec_examples.SUSAN_ANSWERS if case_id == "spec-susan" else \
         spec_examples.FLIP_ANSWERS
@@ -486,7 +487,7 @@ def _spec_answers(case_id: str, forest: Forest, lines: dict[str, list[str]]) -> 
         want = value if key in ("decision", "robustness") else \
             terms_json(forest, spec_examples.expected(forest, value))
         if line[key] != want:
-            problems.append(f"{key}: {line[key]!r}, SPEC §4 says {want!r}")
+            problems.append(f"{key}: {line[key]!r}, the example says {want!r}")
     return problems
 
 
@@ -534,7 +535,7 @@ def build_case(spec: CaseSpec) -> CaseResult:
     if spec.origin["kind"] == "spec":
         problems = _spec_answers(spec.id, forest, lines)
         result.failures.extend(f"{spec.id}: {p}" for p in problems)
-        entry["confirmed_by"] = confirmed + ["SPEC §4 listed answers"]
+        entry["confirmed_by"] = confirmed + ["the worked example's listed answers"]
     entry["oracles"] = oracles
     entry["circuits"] = {"files": sorted(circuits), "checked_by": "bdd"} if circuits else \
         {"omitted": omitted}
@@ -567,7 +568,7 @@ def select(pool: Pool | None, stream: Stream,
 def plan(pool: Pool | None, jobs: int = 1,
          progress: bool = False) -> list[CaseSpec]:
     """Every case of the corpus, in manifest order."""
-    specs = [spec_case(case_id) for case_id in SPEC_CASES]
+    specs = [spec_case(case_id) for case_id in EXAMPLE_CASES]
     with Progress("selecting random cases", enabled=progress) as bar:
         for done, stream in enumerate(STREAMS, start=1):
             specs.extend(select(pool, stream, 16 * jobs))
@@ -729,10 +730,11 @@ which also records each case's origin and the package versions).
 
 ## Layout
 
-- `cases/<id>/forest.json` — the forest (`rfcircuits.forest/1`, SPEC §5).
+- `cases/<id>/forest.json` — the forest (`rfcircuits.forest/1`,
+  [docs/formats.md](../docs/formats.md#forest-files)).
 - `cases/<id>/instances.jsonl` — one instance per line (state names).
-- `cases/<id>/expected-first.jsonl`, `expected-all.jsonl` — one SPEC §5 explanation per
-  instance with every field, byte-identical to
+- `cases/<id>/expected-first.jsonl`, `expected-all.jsonl` — one explanation per instance
+  ([docs/formats.md](../docs/formats.md#explanations)) with every field, byte-identical to
   `rfcircuits explain --forest forest.json --instances instances.jsonl --ties first|all`.
 - `cases/<id>/circuits/<form>/<ties>/R<c>-<class>.<nnf|dg>.json` — for small forests, the class
   formula of every class as `rfcircuits compile --form <form> --ties <ties> --out DIR` writes it
@@ -741,7 +743,9 @@ which also records each case's origin and the package versions).
 
 ## Cases
 
-- `spec-*`: the worked examples of SPEC §4, every world as an instance.
+- `spec-*`: the worked examples (Susan and the flip example of
+  [docs/semantics.md](../docs/semantics.md), the decision graph of the paper's Figure 1), every
+  world as an instance.
 - `random-<stream>-<k>`: tiny random forests (`rfcircuits.crosscheck.fuzz.make_case(seed, k, limits)`),
   the first of each stream's seeds that hit the stream's edge case; instances are
   `make_case`'s plus a tied world and a world decided for each class.

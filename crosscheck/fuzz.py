@@ -6,7 +6,7 @@ forest and three instances, checked under both tie policies against every oracle
 (:mod:`rfcircuits.crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
 case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
 (:data:`rfcircuits.crosscheck.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
-(SPEC §3, §5) are compared with the BDD oracle's. The small forests rarely have more than one
+are compared with the BDD oracle's. The small forests rarely have more than one
 GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
 could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.shrink`)
 while the same check still fails, and written at once, atomically, to

@@ -1,4 +1,4 @@
-"""The differential harness: the native engine against independent oracles (SPEC §2–§5).
+"""The differential harness: the native engine against independent oracles.
 
 :func:`crosscheck` runs the native engine and each chosen oracle on one forest, tie policy and
 list of instances, and compares:
@@ -8,7 +8,7 @@ list of instances, and compares:
   (model sets, world by world), the BDD oracle (the circuit *files* the native engine writes,
   read back and decided equivalent) and the SAT oracle (membership at the instances and at
   random worlds);
-- **every field of SPEC §5** for each instance: against the brute force and the BDD oracle
+- **every explanation field** for each instance: against the brute force and the BDD oracle
   field by field; against the SAT oracle field by field for CEs and robustness, by its
   certificate (``certify_reasons``, which proves the native sets exactly right) for SRs and
   NRs, also field by field on forests of at most ``SAT_ITEM_WORLDS`` worlds, and item by item
@@ -278,7 +278,7 @@ class Crosscheck:
                                 lambda: self._compare_formulas(check, form, comp, name, oracle))
 
     def _invariants(self, check: str, comp: Any) -> None:
-        """Structure, ``ordered`` flags and weak test-once of every class's graphs (issue 3)."""
+        """Structure, ``ordered`` flags and weak test-once of every class's graphs."""
         try:
             comp.dg.check_invariants([r for roots in comp.roots for r in roots])
         except AssertionError as exc:
@@ -539,7 +539,7 @@ class Crosscheck:
 
 
 class _FieldsJson(dict):  # type: ignore[type-arg]
-    """An explanation's SPEC §5 JSON (:meth:`Explanation.to_json`), each field made when first
+    """An explanation's JSON (:meth:`Explanation.to_json`), each field made when first
     read: a large forest's certified SRs and NRs (tens of thousands) are read only to show a
     disagreement, and making their JSON cost about a second per instance."""
 
@@ -560,9 +560,9 @@ class _FieldsJson(dict):  # type: ignore[type-arg]
 
 def _margin(forest: Forest, x: Instance) -> int:
     """How far ``x`` is from a tie: the vote count of its top class minus the next one. Far
-    instances have the most SRs and NRs (a 25-tree breast-cancer forest: 8–54 K NRs at 23–25
-    votes of margin, 18–48 at 1–5), so workers start them first and the short ones fill the
-    end (the longest first, the classic schedule)."""
+    instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"), so workers
+    start them first and the short ones fill the end (the longest first, the classic
+    schedule)."""
     votes = sorted(forest.votes(x), reverse=True)
     return votes[0] - (votes[1] if len(votes) > 1 else 0)
 

@@ -7,13 +7,14 @@ line, column and operator (``rfcircuits/primes.py:42:17 cmp < → <=``; modules 
 path in the installed package).
 
 Each sampled mutant is written into a temporary copy of the packages (the working tree is
-never touched) and judged in a subprocess with that copy first on ``sys.path``: the SPEC §4
-examples must give their listed answers, then a time-boxed ``rfcircuits fuzz`` with a fixed
-seed must find no disagreement. The mutant is *killed* by a wrong example answer, a
-disagreement, a crash or a timeout, and *survives* otherwise. Survivors that cannot change any
-answer are listed, with a one-line argument, in ``crosscheck/EQUIVALENT_MUTANTS.md`` and
-counted as equivalent. The pure-Python decision-graph store is used in the subprocess so that
-mutants of Python modules are the code that runs.
+never touched) and judged in a subprocess with that copy first on ``sys.path``: the worked
+examples (:mod:`rfcircuits.crosscheck.spec_examples`) must give their listed answers, then a
+time-boxed ``rfcircuits fuzz`` with a fixed seed must find no disagreement. The mutant is
+*killed* by a wrong example answer, a disagreement, a crash or a timeout, and *survives*
+otherwise. Survivors that cannot change any answer are listed, with a one-line argument, in
+``crosscheck/EQUIVALENT_MUTANTS.md`` and counted as equivalent. The pure-Python
+decision-graph store is used in the subprocess so that mutants of Python modules are the code
+that runs.
 """
 
 from __future__ import annotations
@@ -214,13 +215,13 @@ for doc, inst, answers in ((SUSAN_FOREST, SUSAN, SUSAN_ANSWERS), (FLIP_FOREST, F
         else:
             ok = getattr(e, key) == (value if key == "robustness" else expected(f, value))
         if not ok:
-            print("SPEC example: wrong", key); sys.exit(3)
+            print("worked example: wrong", key); sys.exit(3)
 f = forest(FIGURE1_FOREST); b = BruteForce(f)
 for comp in (compile_nnf(f), compile_dg(f, form="dg")):
     for c, name in enumerate(f.classes):
         count = sum((comp.nnf.evaluate(comp.roots[c], w) if hasattr(comp, "nnf") else comp.evaluate(c, w)) for w in b.worlds)
         if count != FIGURE1_COUNTS[name]:
-            print("SPEC example: Figure 1 count", name, count); sys.exit(3)
+            print("worked example: Figure 1 count", name, count); sys.exit(3)
 """
 
 

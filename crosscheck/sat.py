@@ -1,7 +1,7 @@
 """SAT oracle: class formulas as CNF with reified cardinality constraints, queries under assumptions.
 
-Semantics are those of SPEC §2 (votes, tie policies, class formulas ``R^i``) and SPEC §3
-(reasons); edge cases follow SPEC §5. The oracle shares no algorithm with the native engine: no
+Semantics are those of docs/semantics.md (§3: votes, tie policies, class formulas ``R^i``;
+§4–§10: reasons; §11: edge cases). The oracle shares no algorithm with the native engine: no
 sorting network of its own, no decision graph, no closed form; only the data model of ``core``
 is used, and class membership itself is read from SAT models.
 
@@ -19,9 +19,8 @@ is used, and class membership itself is read from SAT models.
   ``¬g_{j,i}``, so ``first`` needs one reified constraint per pair ``i < j``, ``all`` one per
   ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
   exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
-  the same count with its duplicate literals merged, half the counter (the enumerations on a
-  25-tree breast-cancer forest ran 1.6–2× faster);
-- per class a selector ``r_i ⇔ R^i`` (SPEC §2: ``first``: ``∧_{j<i}[v_i > v_j] ∧
+  the same count with its duplicate literals merged, half the counter;
+- per class a selector ``r_i ⇔ R^i`` (``first``: ``∧_{j<i}[v_i > v_j] ∧
   ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``).
 
 A world is fixed on a feature by assuming its state variable; a literal ``X ∈ S`` is asserted
@@ -37,29 +36,28 @@ blocked (its supersets excluded), and ``k`` grows when the bound makes the goal 
 A model found under bound ``k`` is a minimal freer, since every smaller freer contains one of the
 (already blocked) minimal freers of size ``< k``. The minimal blockers are then the minimal
 hitting sets of the minimal freers, enumerated by :class:`~pysat.examples.hitman.Hitman` in
-its SAT mode (MiniSat-GH with hard negative phases gives subset-minimal hitting sets): 3× faster
-than its sorted MaxSAT mode on breast-cancer's tens of thousands of SRs, and the order does not
-matter since the sets are sorted afterwards.
+its SAT mode (MiniSat-GH with hard negative phases gives subset-minimal hitting sets): faster
+than its sorted MaxSAT mode on tens of thousands of SRs, and the order does not matter since
+the sets are sorted afterwards.
 NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
-freers of ``R^t`` (SPEC §3). Robustness is a separate MaxSAT (RC2) computation.
+freers of ``R^t``. Robustness is a separate MaxSAT (RC2) computation.
 
 **Certificate.** Given SRs and NRs (the native engine's), :meth:`SatOracle.certify_reasons`
 proves them exactly right, or finds what is wrong, without enumerating: every SR blocks (one
 UNSAT call each), every NR frees with all its features changed (one SAT call each), neither
 family has a member inside another (bitsets), and every set meeting all SRs contains an NR
-(one propositional call over one variable per feature). On a 25-tree breast-cancer forest it took
-11 s where the enumeration (NRs, then SRs by Hitman) took 35 s on an instance with 40,634
-NRs and 34,223 SRs, 3.2 s instead of 5.5 s on one with 10,947 and 7,232. The harness
-(:mod:`rfcircuits.crosscheck.harness`) checks the native SRs and NRs this way, and on forests of at
-most ``SAT_ITEM_WORLDS`` worlds also against the enumeration.
+(one propositional call over one variable per feature); on large forests it is several times
+faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.harness`) checks the
+native SRs and NRs this way, and on forests of at most ``SAT_ITEM_WORLDS`` worlds also against
+the enumeration.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
-atoms as unreified cardinality constraints (fewer clauses and no idle reified half, which made
-these many calls about 1.4× faster), the instance's counter and its blocking clauses. A solver
-kept per goal across instances, with each instance's clauses retired by an activation literal,
-slowed down as the retired clauses and counters piled up: with fresh solvers the NRs of ten
-breast-cancer instances (25 trees, depth 3) take 202 s instead of 236 s, the later instances
-up to 1.4× faster. Every other query uses the reified encoding above.
+atoms as unreified cardinality constraints (fewer clauses and no idle reified half make these
+many calls faster), the instance's counter and its blocking clauses. A solver kept per goal
+across instances, with each instance's clauses retired by an activation literal, slowed down
+as the retired clauses and counters piled up. Every other query uses the reified encoding
+above. The measurements behind these choices are in docs/decisions.md ("Oracles", and
+"Measurements behind the code's constants and designs").
 """
 
 from __future__ import annotations
@@ -114,8 +112,8 @@ CERTIFICATE_CHECKS = ("sr_well_formed", "nr_well_formed", "sr_antichain", "nr_an
                       "sr_sufficient", "nr_frees", "sr_transversals")
 
 #: SAT solver of the certificate's propositional call (a variable per feature, a clause
-#: per reason): on the 75,000 reasons of a breast-cancer instance MiniSat 2.2 took 1.3–2.1 s
-#: a call, as did its GH variant, Glucose 4 1.6–2.4 s, CaDiCaL 3–4 s, Lingeling 30 s.
+#: per reason): MiniSat 2.2 was among the fastest on tens of thousands of reasons
+#: (docs/decisions.md).
 DUALITY_SOLVER = "m22"
 
 
@@ -141,7 +139,7 @@ class Certificate:
 
 
 class SatOracle:
-    """SAT/MaxSAT answers for one forest and tie policy (SPEC §2, §3).
+    """SAT/MaxSAT answers for one forest and tie policy.
 
     ``encoding`` names the cardinality encoding of the vote comparisons (a key of
     :data:`ENCODINGS`); ``solver`` is a PySAT solver name that honours assumptions (Kissat does
@@ -344,13 +342,13 @@ class SatOracle:
         return x
 
     def _check_items(self, items: Sequence[Literal]) -> None:
-        """Literals on distinct known features with proper state sets (SPEC §1)."""
+        """Literals on distinct known features with proper state sets."""
         seen = set()
         for f, mask in items:
             if not 0 <= f < self.n_features or f in seen:
                 raise InputError(f"literal on feature {f}: unknown or repeated feature")
             if not 0 < mask < self.forest.features[f].full:
-                raise InputError(f"literal ({f}, {mask:#b}) is not a proper state set (SPEC §1)")
+                raise InputError(f"literal ({f}, {mask:#b}) is not a proper state set")
             seen.add(f)
 
     def _classify(self, x: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -367,15 +365,15 @@ class SatOracle:
         return cache["classes"]
 
     def votes(self, x: Sequence[int]) -> tuple[int, ...]:
-        """``v_i(x)`` for every class (SPEC §2)."""
+        """``v_i(x)`` for every class."""
         return self._classify(x)[0]
 
     def classes_of(self, x: Sequence[int]) -> tuple[int, ...]:
-        """All classes ``c`` with ``x ⊨ R^c`` (SPEC §2)."""
+        """All classes ``c`` with ``x ⊨ R^c``."""
         return self._classify(x)[1]
 
     def decision(self, x: Sequence[int]) -> int:
-        """The first class ``c`` with ``x ⊨ R^c`` (SPEC §2); Δ is ``R^decision``."""
+        """The first class ``c`` with ``x ⊨ R^c``; Δ is ``R^decision``."""
         return self._classify(x)[1][0]
 
     def member(self, x: Sequence[int], c: int) -> bool:
@@ -397,10 +395,10 @@ class SatOracle:
         """``term ⊨ Δ``: no world satisfies the term and ``¬Δ``."""
         return self._model(self._term(term) + [self._not_delta(x)]) is None
 
-    # -- checks of given items (SPEC §3) ----------------------------------------------------
+    # -- checks of given items --------------------------------------------------------------
 
     def check_sr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
-        """SR check (SPEC §3). ``sufficient``: every world satisfying the term is in Δ (for
+        """SR check. ``sufficient``: every world satisfying the term is in Δ (for
         instance literals: every world agreeing with x on vars(term)); ``minimal``: sufficient
         and no literal can be dropped keeping it sufficient (sufficiency is monotone, so dropping
         one literal at a time suffices)."""
@@ -422,7 +420,7 @@ class SatOracle:
         return holds, minimal
 
     def check_nr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
-        """NR check (SPEC §3). ``necessary``: the literals are instance literals and some world
+        """NR check. ``necessary``: the literals are instance literals and some world
         differing from x only on vars(clause) is not in Δ (CR ⊨ clause); ``minimal``: necessary
         and no strict subset of its features is (monotone: one feature at a time suffices)."""
         x = self._check_instance(x)
@@ -430,7 +428,7 @@ class SatOracle:
         return {"necessary": necessary, "minimal": minimal}
 
     def check_ce(self, x: Sequence[int], t: int, clause: Clause) -> dict[str, bool]:
-        """CE check (SPEC §3). ``reaches``: instance literals, and changing only vars(clause)
+        """CE check. ``reaches``: instance literals, and changing only vars(clause)
         can put x into ``R^t``; ``minimal``: reaches and no strict subset of its features does."""
         x = self._check_instance(x)
         reaches, minimal = self._check_freer(x, clause, self._class_var(t))
@@ -440,7 +438,7 @@ class SatOracle:
         """``τ'``: every literal widened by the instance's state (full literals dropped).
 
         ``τ ⊨ GR`` iff ``τ' ⊨ Δ``: the union of ``GBox(w)`` over the models ``w`` of τ is the
-        model set of ``τ'`` (SPEC §3, GR)."""
+        model set of ``τ'`` (GR)."""
         out = []
         for f, mask in term:
             wide = mask | 1 << x[f]
@@ -449,7 +447,7 @@ class SatOracle:
         return tuple(out)
 
     def check_gsr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
-        """GSR check (SPEC §3). ``valid``: implicant of GR; ``prime``: valid and no one-state
+        """GSR check. ``valid``: implicant of GR; ``prime``: valid and no one-state
         widening (a literal that becomes full is dropped) is an implicant — implicants are closed
         under strengthening, so one step suffices; ``variable_minimal``: prime and no implicant
         of GR mentions a strict subset of its features — one exists iff the instance literals on
@@ -489,7 +487,7 @@ class SatOracle:
 
     def _gr_implicate(self, x: Sequence[int], clause: Clause,
                       pinned: tuple[int, int] | None = None) -> bool:
-        """``GR ⊨ clause`` (SPEC §3), by counter-example guided search.
+        """``GR ⊨ clause``, by counter-example guided search.
 
         Literals missing the instance's state can be dropped without changing the answer (the
         models of GR are closed under moving a feature back to x; see the lemma of the
@@ -541,7 +539,7 @@ class SatOracle:
                 if s != a[f] and s != x[f]]
 
     def check_gnr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
-        """GNR check (SPEC §3). ``valid``: implicate of GR; ``prime``: valid and no one-state
+        """GNR check. ``valid``: implicate of GR; ``prime``: valid and no one-state
         narrowing (a literal that becomes empty is dropped) is an implicate — implicates are
         closed under weakening, so one step suffices; ``variable_minimal``: prime and no
         implicate of GR mentions a strict subset ``V'`` of its features — one exists iff some
@@ -565,14 +563,14 @@ class SatOracle:
 
     def check_flip(self, x: Sequence[int], clause: Clause,
                    robustness: int | None) -> dict[str, bool]:
-        """Shortest-flip check (SPEC §3): ``valid`` iff the clause is a GNR (all three
+        """Shortest-flip check: ``valid`` iff the clause is a GNR (all three
         :meth:`check_gnr` verdicts hold); ``shortest`` iff it mentions exactly ``robustness``
         features — the robustness the caller states (``None``, no flip, makes it False)."""
         verdict = self.check_gnr(x, clause)
         return {"valid": all(verdict.values()),
                 "shortest": robustness is not None and len(clause) == robustness}
 
-    # -- enumeration (SPEC §3) --------------------------------------------------------------
+    # -- enumeration ------------------------------------------------------------------------
 
     def _freers(self, x: Instance, goal: int) -> list[frozenset[int]]:
         """All minimal freers of ``goal`` at ``x``, by increasing size (module docstring)."""
@@ -627,28 +625,26 @@ class SatOracle:
         return Explanation.sets(tuple((f, 1 << x[f]) for f in sorted(v)) for v in sets)
 
     def sufficient_reasons(self, x: Sequence[int]) -> tuple[Term, ...]:
-        """All SRs (SPEC §3): minimal feature sets whose fixing to x forces Δ; ``((),)`` when Δ
-        is valid (SPEC §5)."""
+        """All SRs: minimal feature sets whose fixing to x forces Δ; ``((),)`` when Δ is valid."""
         x = self._check_instance(x)
         return self._simple(x, self._blockers(x, self._not_delta(x)))
 
     def necessary_reasons(self, x: Sequence[int]) -> tuple[Clause, ...]:
-        """All NRs (SPEC §3): minimal feature sets whose change can leave Δ; ``()`` when Δ is
-        valid (SPEC §5)."""
+        """All NRs: minimal feature sets whose change can leave Δ; ``()`` when Δ is valid."""
         x = self._check_instance(x)
         return self._simple(x, self._freers(x, self._not_delta(x)))
 
     def contrastive(self, x: Sequence[int], t: int) -> tuple[Clause, ...]:
-        """All CEs for target class ``t`` (SPEC §3): minimal ``V`` such that changing ``V`` can
-        put x into ``R^t``; ``()`` when no world is in ``R^t`` (SPEC §5). SPEC defines CEs only
-        for ``x ⊭ R^t``; otherwise the definition is applied as is and gives ``((),)``."""
+        """All CEs for target class ``t``: minimal ``V`` such that changing ``V`` can put x
+        into ``R^t``; ``()`` when no world is in ``R^t``. CEs are defined only for
+        ``x ⊭ R^t``; otherwise the definition is applied as is and gives ``((),)``."""
         x = self._check_instance(x)
         return self._simple(x, self._freers(x, self._class_var(t)))
 
     def robustness(self, x: Sequence[int]) -> int | None:
-        """Minimum number of features whose change leaves Δ (SPEC §3), by MaxSAT (RC2): the
+        """Minimum number of features whose change leaves Δ, by MaxSAT (RC2): the
         encoding and ``¬Δ`` are hard, "feature keeps its state" is soft with weight 1. ``None``
-        when Δ is valid (no flip exists, SPEC §5)."""
+        when Δ is valid (no flip exists)."""
         x = self._check_instance(x)
         cache = self._cache_of(x)
         if "robustness" not in cache:
@@ -664,7 +660,7 @@ class SatOracle:
 
     def explain(self, x: Sequence[int], what: Sequence[str] = ("sr", "nr", "ce", "robust")
                 ) -> Explanation:
-        """The SPEC §5 record with the requested fields, all among :attr:`SUPPORTS`."""
+        """The explanation with the requested fields, all among :attr:`SUPPORTS`."""
         x = self._check_instance(x)
         unsupported = sorted(set(what) - self.SUPPORTS)
         if unsupported:
@@ -687,13 +683,13 @@ class SatOracle:
         return Explanation(self.forest, x, self.ties, self.votes(x), self.decision(x),
                            self.classes_of(x), tuple(k for k in ALL_WHAT if k in what), **fields)
 
-    # -- certificate of given SRs and NRs (SPEC §3) ----------------------------------------
+    # -- certificate of given SRs and NRs --------------------------------------------------
 
     def certify_reasons(self, x: Sequence[int], srs: Sequence[Term],
                         nrs: Sequence[Clause]) -> Certificate:
         """Prove that ``srs`` are exactly the SRs of ``x`` and ``nrs`` exactly its NRs
-        (SPEC §3), or find what is wrong, with one SAT call per item and one propositional
-        call instead of enumerating them.
+        (docs/semantics.md §5–§6), or find what is wrong, with one SAT call per item and one
+        propositional call instead of enumerating them.
 
         A feature set ``V`` is *sufficient*, ``g(V)``, when fixing ``V`` to x's states makes
         ``¬Δ`` unsatisfiable; ``U`` *frees*, ``h(U)``, when some world differing from x only
@@ -702,7 +698,7 @@ class SatOracle:
         feature sets and ``B`` the NRs', the checks (:data:`CERTIFICATE_CHECKS`) are:
 
         - ``sr_well_formed``, ``nr_well_formed``: every item is x's literals in feature order,
-          each feature once, and the items strictly increase (SPEC §5 order, no duplicates);
+          each feature once, and the items strictly increase (canonical order, no duplicates);
           the other checks run only on well-formed items;
         - ``sr_antichain``, ``nr_antichain``: no member of ``A`` (of ``B``) strictly contains
           another (bitsets over the family, :func:`_strict_subset`);
@@ -729,7 +725,7 @@ class SatOracle:
           ``b`` (``nr_antichain``).
 
         The dual call (every set meeting all NRs contains an SR) would add nothing. When Δ is
-        valid (SPEC §5: ``A = {∅}``, ``B = {}``) the empty clause of ``∅`` makes the
+        valid (``A = {∅}``, ``B = {}``) the empty clause of ``∅`` makes the
         propositional call UNSAT.
 
         A set ``X`` the propositional call finds is diagnosed: ``X`` meets every ``a`` and
@@ -758,25 +754,24 @@ class SatOracle:
         goal = self._shared_goal(self._not_delta(x))
         with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver:
             # One solver for both: the clauses learnt refuting the SRs can speed up the NR
-            # calls (a fresh solver for them measured 1.4 s faster on one breast-cancer
-            # instance, 0.8 s slower on another).
+            # calls (a fresh solver for them was no better: docs/decisions.md, "Oracles").
             record("sr_sufficient", self._insufficient(solver, x, a))
             record("nr_frees", self._not_freeing(solver, x, b))
             record("sr_transversals", self._uncovered(solver, x, a, b))
         return Certificate(verdicts, found)
 
     def _malformed(self, x: Instance, kind: str, items: Sequence[Term]) -> str | None:
-        """Why the items are not x's literals in SPEC §5 order, or None (``*_well_formed``)."""
+        """Why the items are not x's literals in canonical order, or None (``*_well_formed``)."""
         literals = {(f, 1 << s) for f, s in enumerate(x) if self.forest.features[f].n_states > 1}
         for k, item in enumerate(items):
             if not literals.issuperset(item):
                 wrong = next(lit for lit in item if lit not in literals)
-                return f"{kind} #{k} {item!r}: {wrong!r} is not a literal of x (SPEC §1)"
+                return f"{kind} #{k} {item!r}: {wrong!r} is not a literal of x"
             # x's literals, one per feature: strictly increasing literals are strictly
             # increasing features
             if not all(map(operator.lt, item, item[1:])):
                 return f"{kind} #{k} {item!r}: features repeat or are out of order"
-            if k and items[k - 1] >= item:  # one-state literals: SPEC §5 order is tuple order
+            if k and items[k - 1] >= item:  # one-state literals: canonical order is tuple order
                 how = "repeats" if items[k - 1] == item else "comes after"
                 shown = self._shown(x, [f for f, _ in item])
                 return f"{kind} #{k - 1} {how} {kind} #{k} {shown}"

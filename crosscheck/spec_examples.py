@@ -1,7 +1,8 @@
-"""The worked examples of SPEC §4 as forests, with the answers SPEC §4 lists.
+"""The worked examples as forests, with their answers: Susan (docs/semantics.md §5), the flip
+example (§9) and the decision graph of the paper's Figure 1.
 
-Expected sets are written as ``{feature: [state names]}`` per term/clause, exactly as SPEC §4
-(and the paper's §2/§4) state them; :func:`expected` turns them into canonical tuples.
+Expected sets are written as ``{feature: [state names]}`` per term/clause, exactly as the
+paper's §2/§4 state them; :func:`expected` turns them into canonical tuples.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ FLIP_ANSWERS = {
     "robustness": 2,
     "shortest_flips": [{"X": ["1", "2"], "Y": ["1", "2"]}],
 }
-#: The only shortest flip of the flip example (SPEC §4: X=3 ∧ Y=3).
+#: The only shortest flip of the flip example (X=3 ∧ Y=3).
 FLIP_WORLDS = [{"X": "3", "Y": "3"}]
 
 FIGURE1_FOREST = {
@@ -79,12 +80,12 @@ FIGURE1_FOREST = {
         {"class": "c3"},
     ]}],
 }
-#: Model counts of C^1, C^2, C^3 (SPEC §4, paper Fig. 1).
+#: Model counts of C^1, C^2, C^3 (paper Fig. 1).
 FIGURE1_COUNTS = {"c1": 12, "c2": 11, "c3": 4}
 
 
 def forest(doc: dict[str, Any]) -> Forest:
-    return forest_from_json(doc, source="SPEC §4 example")
+    return forest_from_json(doc, source="worked example")
 
 
 def expected(forest_: Forest, items: list[dict[str, list[str]]]) -> tuple[Term, ...]:

@@ -1,8 +1,9 @@
-"""``rfcircuits verify``: grade another tool's explanation file item by item (issue 6).
+"""``rfcircuits verify``: grade another tool's explanation file item by item.
 
-Inputs are a forest (SPEC §5), its instances (JSON Lines) and an explanations file ``E`` (JSON
-Lines, SPEC §5 records) written by *any* tool. A line of ``E`` may hold any subset of the
-SPEC §5 fields; fields it lacks are not graded, fields outside SPEC §5 are listed as ignored.
+Inputs are a forest, its instances (JSON Lines) and an explanations file ``E`` (JSON Lines,
+explanation records: docs/formats.md#verify-input) written by *any* tool. A line of ``E`` may
+hold any subset of the explanation fields; fields it lacks are not graded, other fields are
+listed as ignored.
 
 **Matching lines to instances.** When every line of ``E`` has an ``instance`` field (state
 names or raw numbers, as in an instances file), a line is matched to the instances with the
@@ -17,12 +18,12 @@ state indices (``"states": [1, 2]``) or, for a numeric feature, a numeric interv
 infinite bound). An interval stands for the states it covers, so its finite bounds must be
 thresholds of the feature (equal up to a relative 1e-9, to absorb printing; in a forest that
 reads float32 inputs, equal on every float32 input, as thresholds the scikit-learn importer
-merged are); a bound that cuts
-a state, an empty or full literal (SPEC §1), or two literals on one feature in a term or
-clause is malformed input.
+merged are); a bound that cuts a state, an empty or full literal, or two literals on one
+feature in a term or clause is malformed input.
 
-**Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.sat.SatOracle`, SPEC §3), for every
-item ``E`` lists and every item of the native engine's answer that ``E`` lacks:
+**Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.sat.SatOracle`; the
+definitions are in docs/semantics.md), for every item ``E`` lists and every item of the native
+engine's answer that ``E`` lacks:
 
 ============================  ==============================================================
 field                         verdicts
@@ -37,7 +38,7 @@ contrastive (per target t)    ``reaches`` (changing its features can put x into 
 shortest_flips                ``valid`` (a GNR), ``shortest`` (as many features as the true
                               robustness)
 robustness                    equal to the true robustness (MaxSAT), else too high / too low
-votes, decision, classes      equal to the forest's (SPEC §2)
+votes, decision, classes      equal to the forest's
 ============================  ==============================================================
 
 GNR validity enumerates the clause's falsifying assignments; beyond :data:`GNR_LIMIT` (an
@@ -53,7 +54,7 @@ answer is too expensive to enumerate natively) are graded by the oracle alone: a
 is ``ok`` when every verdict holds, ``wrong`` when one fails, ``unknown`` otherwise, and
 completeness is not checked. The run is correct (exit 0) when every item is ``ok``, every
 scalar field matches and every instance has a line; otherwise exit 1; malformed input exits
-2 naming the line and field (SPEC §6).
+2 naming the line and field.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ from rfcircuits.forest import Feature, Forest, Instance, check_ties, float32_flo
 from rfcircuits.terms import Literal, Term, literal_text, make, term_json, term_text
 from rfcircuits.crosscheck.sat import SatOracle
 
-#: Set-valued SPEC §5 fields and the oracle verdicts each listed item gets.
+#: Set-valued explanation fields and the oracle verdicts each listed item gets.
 VERDICTS: dict[str, tuple[str, ...]] = {
     "sufficient_reasons": ("sufficient", "minimal"),
     "necessary_reasons": ("necessary", "minimal"),
@@ -85,9 +86,9 @@ VERDICTS: dict[str, tuple[str, ...]] = {
 }
 #: Fields that are terms (conjunctions); the other set-valued fields hold clauses.
 TERM_FIELDS = frozenset({"sufficient_reasons", "general_sufficient_reasons"})
-#: Fields compared with the forest itself (SPEC §2).
+#: Fields compared with the forest itself.
 HEADER_FIELDS = ("votes", "decision", "classes")
-#: The ``--what`` key of each SPEC §5 field.
+#: The ``--what`` key of each explanation field.
 WHAT_OF = {name: key for key, name in WHAT_FIELDS.items()}
 KNOWN_FIELDS = frozenset({"instance", "ties", *HEADER_FIELDS, *WHAT_OF})
 #: Largest :func:`gnr_cost` for which GNR / shortest-flip validity is decided.
@@ -151,7 +152,7 @@ def interval_mask(feature: Feature, low: float | None, high: float | None, where
     """States of a numeric feature covered by ``low < value <= high`` (None: unbounded), in a
     forest reading its inputs as ``input_dtype``.
 
-    State ``s`` is ``(t_s, t_{s+1}]`` (SPEC §1), so ``low = t_a`` starts at state ``a+1`` and
+    State ``s`` is ``(t_s, t_{s+1}]``, so ``low = t_a`` starts at state ``a+1`` and
     ``high = t_b`` ends at state ``b``; a bound that is not a threshold cuts a state."""
     first = 0 if low is None else threshold_index(feature, low, where, input_dtype) + 1
     last = feature.n_states - 1 if high is None else \
@@ -201,12 +202,12 @@ def parse_literal(forest: Forest, obj: Any, where: str) -> Literal:
                                  f"index of {name!r} (states: {', '.join(feature.states)})")
     if mask == feature.full:
         raise InputError(f"{where}: the literal holds every state of {name!r}; a literal must "
-                         "exclude some state (SPEC §1)")
+                         "exclude some state")
     return f, mask
 
 
 def parse_items(forest: Forest, value: Any, place: str, path: str) -> tuple[Term, ...]:
-    """A set of terms or clauses (a list of lists of literals), canonical (SPEC §5). Errors
+    """A set of terms or clauses (a list of lists of literals), canonical (docs/formats.md). Errors
     name ``place`` (file and line) and the field ``path`` down to the literal."""
     if not isinstance(value, list):
         raise InputError(f"{place}, field '{path}': expected a list of terms or clauses")
@@ -249,7 +250,7 @@ def parse_claim(forest: Forest, obj: Any, line: int, source: str, ties: str,
         return f"{place}, field '{name}'"
 
     if not isinstance(obj, dict):
-        raise InputError(f"{source}, line {line}: expected a JSON object (a SPEC §5 record)")
+        raise InputError(f"{source}, line {line}: expected a JSON object (an explanation)")
     if "instance" in obj:
         x = parse_instance(forest, obj["instance"], where("instance"))
     else:
@@ -527,7 +528,8 @@ class VerifyReport:
 
 
 def _scalar_json(forest: Forest, name: str, value: Any) -> Any:
-    """A scalar field's value in the SPEC §5 form (class names; clauses as literals)."""
+    """A scalar field's value in the explanation's JSON form (class names; clauses as
+    literals)."""
     if value is None:
         return None
     if name == "decision":
@@ -601,7 +603,7 @@ class Verifier:
         note = ""
         if foreign and name in ("sufficient_reasons", "necessary_reasons", "contrastive"):
             note = (f"{literal_text(self.forest, foreign[0])} is not the instance's state "
-                    "(SPEC §3: only instance literals)")
+                    "(the field holds only instance literals)")
         if name == "sufficient_reasons":
             # check_sr decides implication for any term; an SR must also use x's states only.
             if foreign:
@@ -696,8 +698,8 @@ class Verifier:
             if t not in expected:
                 out.append(FieldResult(
                     "contrastive", target=t, value=given[t], scalar_status="wrong",
-                    note=f"the instance is in class {self.forest.classes[t]}: SPEC §5 lists "
-                         "contrastive explanations only for classes it is not in"))
+                    note=f"the instance is in class {self.forest.classes[t]}: contrastive "
+                         "explanations are listed only for classes it is not in"))
                 continue
             out.append(FieldResult("contrastive", target=t, items=self._items(
                 "contrastive", x, given.get(t, ()), expected[t], t), native=native))
@@ -714,7 +716,7 @@ def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[i
     oracle_only = frozenset(oracle_only)
     unknown = sorted(oracle_only - set(WHAT_OF))
     if unknown:
-        raise InputError(f"--oracle-only: {unknown[0]!r} is not a SPEC §5 explanation field "
+        raise InputError(f"--oracle-only: {unknown[0]!r} is not an explanation field "
                          f"({', '.join(WHAT_OF)})")
     claims, by = parse_claims(forest, instances, rows, source, ties)
     where: dict[Instance, list[int]] = {}

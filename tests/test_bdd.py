@@ -1,4 +1,4 @@
-"""The OBDD oracle (crosscheck/bdd.py): SPEC §4 examples, agreement with the brute force,
+"""The OBDD oracle (crosscheck/bdd.py): the worked examples, agreement with the brute force,
 circuit-file equivalence checking and its input validation."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def worlds(forest: Forest) -> list[tuple[int, ...]]:
     return list(itertools.product(*(range(f.n_states) for f in forest.features)))
 
 
-# -- SPEC §4 worked examples -------------------------------------------------------------------
+# -- worked examples ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -58,7 +58,7 @@ def test_flip_example(backend: str) -> None:
     for name in ("necessary_reasons", "general_necessary_reasons", "shortest_flips"):
         assert getattr(e, name) == ex.expected(forest, ex.FLIP_ANSWERS[name]), name
     assert e.robustness == ex.FLIP_ANSWERS["robustness"]
-    # The violations of the shortest GNRs are exactly the shortest flips (SPEC §3).
+    # The violations of the shortest GNRs are exactly the shortest flips.
     flips = set()
     for clause in e.shortest_flips:
         for w in worlds(forest):
@@ -127,7 +127,7 @@ def _minimal(family: set[int]) -> list[int]:
 def test_brief_scale_simple_reasons_by_definition(seed: int) -> None:
     """At the scale the oracle is meant for (6 features, 5 states, 10 trees) the brute force
     is too slow for general reasons; SRs, NRs, CEs and robustness are checked by definition
-    over all worlds instead (SPEC §3), and the oracle is inside its own limits."""
+    over all worlds instead, and the oracle is inside its own limits."""
     rng = random.Random(1000 + seed)
     limits = Limits(max_features=6, max_states=5, max_trees=10, max_classes=3)
     forest = max((random_forest(rng, limits) for _ in range(80)),
@@ -190,7 +190,7 @@ def test_valid_class_formula_edge_cases(classes: list[str]) -> None:
     assert e.necessary_reasons == e.general_necessary_reasons == e.shortest_flips == ()
     assert e.general_sufficient_reasons == ((),)
     assert e.robustness is None
-    # "no" is unreachable: its CEs are empty (SPEC §5).
+    # "no" is unreachable: its CEs are empty (docs/semantics.md §11).
     assert e.contrastive == (((1, ()),) if len(classes) == 2 else ())
     assert e.to_json() == BruteForce(forest).explain(x).to_json()
 
@@ -241,7 +241,8 @@ def test_too_big() -> None:
 
 
 def evaluate(doc: dict[str, Any], w: tuple[int, ...]) -> bool:
-    """The document's value on world ``w``, straight from SPEC §5 (independent of the oracle)."""
+    """The document's value on world ``w``, straight from docs/formats.md (independent of the
+    oracle)."""
     values: list[bool] = []
     for node in doc["nodes"]:
         if "const" in node:

@@ -1,4 +1,4 @@
-"""The golden corpus in ``fixtures/`` (issue 6, part A).
+"""The golden corpus in ``fixtures/``.
 
 The native engine must reproduce every committed answer byte for byte (and every committed
 circuit file must still be equivalent to the BDD oracle's class formula); ``corpus check``
@@ -33,7 +33,7 @@ def test_native_engine_reproduces_the_corpus(entry):
     assert result.circuits == len(entry["circuits"].get("files", []))
 
 
-def test_manifest_covers_the_issue():
+def test_manifest_covers_every_kind_of_case():
     assert len(CASES) >= 300
     assert MANIFEST["format"] == corpus.CORPUS_FORMAT
     assert {"python", "numpy", "scikit-learn", "dd", "python-sat"} <= set(MANIFEST["versions"])
@@ -123,8 +123,8 @@ def test_check_rejects_a_malformed_corpus(tmp_path, capsys, damage, named):
 
 @pytest.fixture
 def mini(monkeypatch):
-    """A corpus of one SPEC example and two tiny random cases."""
-    monkeypatch.setattr(corpus, "SPEC_CASES", {"spec-flip": corpus.SPEC_CASES["spec-flip"]})
+    """A corpus of one worked example and two tiny random cases."""
+    monkeypatch.setattr(corpus, "EXAMPLE_CASES", {"spec-flip": corpus.EXAMPLE_CASES["spec-flip"]})
     monkeypatch.setattr(corpus, "STREAMS", (corpus.Stream("tie", "tie", 2, Limits(3, 3, 3, 2, 2),
                                                           601),))
     monkeypatch.setattr(corpus, "TRAINED", ())

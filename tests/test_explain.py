@@ -1,4 +1,4 @@
-"""Reasons and explanations (SPEC §3–§5, paper Alg. 5–7) against the worked examples and the
+"""Reasons and explanations (docs/semantics.md; paper Alg. 5–7) against the worked examples and the
 brute-force oracle."""
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def test_cli_output_is_byte_identical_to_brute_force(tmp_path, capsys, ties):
 @given(st.lists(st.dictionaries(st.integers(0, 5), st.integers(1, 15), max_size=4), max_size=8),
        st.booleans())
 def test_canonical_order_is_specs(raw, one_state):
-    # SPEC §5: sorted by [[feature, [states]], …] compared as lists; the fast path for
+    # docs/formats.md: sorted by [[feature, [states]], …] compared as lists; the fast path for
     # one-state literals (sorting the terms themselves) must give the same order.
     terms = [tuple(sorted((f, 1 << (m % 4) if one_state else m) for f, m in d.items()))
              for d in raw]

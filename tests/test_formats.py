@@ -468,7 +468,7 @@ def susan_text() -> str:
 
 
 def susan_line() -> dict[str, Any]:
-    """The explanation of SPEC's Susan example (a new copy)."""
+    """The explanation of the Susan example (a new copy)."""
     return json.loads(susan_text())
 
 

@@ -142,7 +142,7 @@ def test_unit_clauses_are_implied_by_the_general_reason(case, ties):
 
 
 def test_unit_clauses_of_susan():
-    # SPEC §4: Susan's decision flips with Age alone (her GNR {Age: >=55}), so GR has the
+    # Susan's decision flips with Age alone (her GNR {Age: >=55}), so GR has the
     # unit clause Age ∉ {<55}: the check above is not vacuous.
     f = spec_examples.forest(spec_examples.SUSAN_FOREST)
     x = spec_examples.instance(f, spec_examples.SUSAN)

@@ -1,4 +1,4 @@
-"""The PyXAI adapter (issue 6): conversion of threshold conditions to our literals, the
+"""The PyXAI adapter: conversion of threshold conditions to our literals, the
 optional-dependency policy, and (only when PyXAI is installed) a real run whose reasons the
 verifier grades. PyXAI is never imported in the test process (it parses ``sys.argv`` and
 imports shap/matplotlib); the adapter runs it in a worker subprocess.

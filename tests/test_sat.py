@@ -1,4 +1,5 @@
-"""The SAT oracle against SPEC §4 and against the brute-force oracle (SPEC §3 definitions)."""
+"""The SAT oracle against the worked examples and against the brute-force oracle (the
+definitions of docs/semantics.md)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _flip():
     return forest, ex.instance(forest, ex.FLIP)
 
 
-# -- SPEC §4 -----------------------------------------------------------------------------------
+# -- worked examples ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("ties", ["first", "all"])
@@ -363,7 +364,7 @@ def test_certificate_rejects_malformed_items(family, item, problem):
 
 @pytest.mark.parametrize("ties", ["first", "all"])
 def test_certificate_of_a_valid_delta(ties):
-    """SPEC §5: Δ valid gives SRs ``[[]]`` and no NR; the certificate proves exactly that."""
+    """Δ valid gives SRs ``[[]]`` and no NR; the certificate proves exactly that."""
     single = Forest((Feature.categorical("f", ["u", "v"]),), ("a",),
                     (Tree((Branching(0, ((1, 1), (2, 2))), Leaf(0), Leaf(0))),))
     for forest, x in ((_constant_forest(), (1, 0)), (single, (0,))):
@@ -380,7 +381,7 @@ def test_certificate_of_a_valid_delta(ties):
 
 
 def _constant_forest():
-    """Every world votes ``a``; class ``b`` is unreachable (SPEC §5 edge cases)."""
+    """Every world votes ``a``; class ``b`` is unreachable (docs/semantics.md §11)."""
     features = (Feature.categorical("f", ["u", "v"]), Feature.numeric("g", []))
     return Forest(features, ("a", "b"), (Tree((Leaf(0),)), Tree((Leaf(0),))))
 

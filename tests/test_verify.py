@@ -1,8 +1,8 @@
-"""``rfcircuits verify`` (issue 6): every planted error is flagged, correct files pass.
+"""``rfcircuits verify``: every planted error is flagged, correct files pass.
 
-Correct answers come from the native engine on the SPEC §4 examples, a small numeric +
-categorical forest and small random forests (both tie policies); each corruption of the
-issue's list is planted in one line and must make ``verify`` fail on that field. Literal
+Correct answers come from the native engine on the worked examples, a small numeric +
+categorical forest and small random forests (both tie policies); each kind of
+corruption is planted in one line and must make ``verify`` fail on that field. Literal
 forms (state names, indices, intervals), matching by order, partial files and the
 malformed-input policy (exit 2 naming line and field) are checked through the CLI too.
 """
@@ -132,7 +132,7 @@ def _corruptions(f: Forest, x: Instance, line: dict):
                 for j, lit in enumerate(item):
                     feature = f.features[index[lit["feature"]]]
                     outside = [s for s in feature.states if s not in lit["states"]]
-                    if len(outside) >= 2:  # the widened literal stays proper (SPEC §1)
+                    if len(outside) >= 2:  # the widened literal stays proper
                         wide = copy.deepcopy(item)
                         wide[j]["states"] = lit["states"] + [outside[0]]
                         yield "add state", f"add a state to {name}[{k}][{j}]", name, \
@@ -179,7 +179,7 @@ CORPUS = Path(__file__).resolve().parent.parent / "fixtures"
 
 @pytest.mark.skipif(not (CORPUS / "MANIFEST.json").exists(), reason="no golden corpus")
 def test_corpus_answers_pass_and_planted_errors_are_flagged():
-    """The issue's acceptance test on a sample of the golden corpus (fixtures/)."""
+    """The acceptance test on a sample of the golden corpus (fixtures/)."""
     manifest = json.loads((CORPUS / "MANIFEST.json").read_text())
     sample = [c["id"] for c in manifest["cases"][::30] if c["forest"]["worlds"] <= 10 ** 5]
     assert sample
@@ -321,7 +321,7 @@ def test_oracle_only_grades_listed_items_without_completeness(answered):
             assert not report.ok, what
     report = verify(f, xs, _rows(lines), ties, gnr_limit=0, oracle_only=fields)
     assert not report.ok and report.summary()["items"]["unknown"] > 0
-    with pytest.raises(Exception, match="not a SPEC §5 explanation field"):
+    with pytest.raises(Exception, match="not an explanation field"):
         verify(f, xs, _rows(lines), ties, oracle_only=["votes"])
 
 

@@ -1,4 +1,4 @@
-"""``rfcircuits bench``: reproduce the paper's tables beside its figures (SPEC §6).
+"""``rfcircuits bench``: reproduce the paper's tables beside its figures.
 
 Each row trains the table's configuration (dataset, #trees, depth 4, 85/15 split, fixed
 seed) with scikit-learn, measures ours, and prints the paper's value of every measured column
@@ -228,9 +228,9 @@ def _frozen() -> Iterator[Callable[[], None]]:
     alive later (call it after each explanation's collection: the explainer's caches grow).
     :func:`_no_gc` collects after each explanation, and a full collection walks every
     container of the compiled graphs and caches, streaming them through the CPU caches and
-    evicting what the next explanation's first stage reads. On ann-thyroid that made
-    ``t_nr`` (the first stage) 0.96-1.0 ms instead of 0.70-0.75 ms. Frozen objects that
-    become garbage meanwhile are collected once unfrozen."""
+    evicting what the next explanation's first stage reads (docs/decisions.md, "Finding: the
+    NR/CE search's rounds and instructions"). Frozen objects that become garbage meanwhile
+    are collected once unfrozen."""
     gc.freeze()
     try:
         yield gc.freeze

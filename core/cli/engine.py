@@ -1,4 +1,4 @@
-"""The native engine's commands of the ``rfcircuits`` CLI (SPEC §6): train, compile, demo, bench.
+"""The native engine's commands of the ``rfcircuits`` CLI: train, compile, demo, bench.
 
 :func:`add_commands` registers them on an argparse sub-parser; :func:`run` executes a parsed
 command with the CLI's error policy: bad input → one message on stderr and exit 2, never a
@@ -114,7 +114,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     add_no_progress(p)
     p.set_defaults(handler=cmd_compile)
 
-    p = sub.add_parser("explain", help="explain decisions (SPEC §5 JSON Lines)")
+    p = sub.add_parser("explain", help="explain decisions (one JSON line per instance)")
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
     p.add_argument("--what", default="all", help="all, or a comma list of "
@@ -275,7 +275,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    """``rfcircuits compile --form nnf|dg-conj|dg`` (SPEC §6): per-class sizes and seconds as
+    """``rfcircuits compile --form nnf|dg-conj|dg``: per-class sizes and seconds as
     JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class."""
     forest = load_forest(args.forest)
     if args.form == "nnf":
@@ -331,7 +331,8 @@ def max_nodes(args: argparse.Namespace) -> int | None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """Explanations in canonical JSON Lines, flushed per instance (SPEC §5, §6)."""
+    """Explanations in canonical JSON Lines, flushed per instance
+    (docs/formats.md#explanations)."""
     from rfcircuits.explain import Explainer
     from rfcircuits.explanation import parse_what
     from rfcircuits.forest import load_instances

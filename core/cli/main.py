@@ -104,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--instances", required=True, help="instances (JSON Lines)")
     p.add_argument("--explanations", required=True,
-                   help="the tool's explanations (JSON Lines, any subset of the SPEC §5 fields)")
+                   help="the tool's explanations (JSON Lines, any subset of the fields "
+                        "explain writes)")
     p.add_argument("--ties", choices=TIES, default="first",
                    help="tie policy the explanations were made under")
     p.add_argument("--gnr-limit", type=int, default=None,
@@ -180,7 +181,7 @@ def _oracles(text: str) -> tuple[str, ...]:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    """Check × engine table; exit 1 and a repro file on any disagreement (SPEC §6); Ctrl-C
+    """Check × engine table; exit 1 and a repro file on any disagreement; Ctrl-C
     prints the table of the finished instances (exit 130)."""
     from rfcircuits.atomicio import write_json
     from rfcircuits.crosscheck.fuzz import repro
@@ -252,7 +253,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Grade an explanations file (issue 6): exit 0 correct and complete, 1 some item wrong or
+    """Grade an explanations file: exit 0 correct and complete, 1 some item wrong or
     missing, 2 malformed input."""
     from rfcircuits.crosscheck.verify import GNR_LIMIT, WHAT_OF, read_lines, verify
 
@@ -271,14 +272,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_pyxai(args: argparse.Namespace) -> int:
-    """PyXAI's reasons on a scikit-learn forest, graded by ``verify`` (issue 6)."""
+    """PyXAI's reasons on a scikit-learn forest, graded by ``verify``."""
     from rfcircuits.crosscheck.adapters.pyxai import run_verify_pyxai
 
     return run_verify_pyxai(args)
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:
-    """``corpus build`` / ``corpus check`` (issue 6): exit 1 on a disagreement or mismatch."""
+    """``corpus build`` / ``corpus check``: exit 1 on a disagreement or mismatch."""
     from rfcircuits.crosscheck.corpus import build, check
 
     if args.corpus_command == "build":
@@ -292,7 +293,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (SPEC §6: 0 ok, 1 disagreement, 2 bad input)."""
+    """Entry point; returns the exit code (0 ok, 1 disagreement, 2 bad input)."""
     args = build_parser().parse_args(argv)
     return run(args)
 

@@ -1,9 +1,9 @@
-"""PyXAI adapter: PyXAI's reasons on a scikit-learn forest, graded by ``verify`` (issue 6).
+"""PyXAI adapter: PyXAI's reasons on a scikit-learn forest, graded by ``verify``.
 
 ``rfcircuits verify-pyxai --dataset iris|wine|breast-cancer`` trains a scikit-learn
 ``RandomForestClassifier`` on a dataset bundled with scikit-learn (:func:`rfcircuits.datasets.
 train_forest`), imports it into our forest model (every threshold a tree uses cuts its
-feature's states, SPEC §1), runs PyXAI on K rows drawn from the whole dataset with the seed,
+feature's states), runs PyXAI on K rows drawn from the whole dataset with the seed,
 and grades every reason PyXAI returns with :func:`rfcircuits.crosscheck.verify.verify` (tie policy
 ``first``), by the SAT oracle alone (:data:`GRADED`): PyXAI returns one reason per call, so
 completeness is not asked.
@@ -42,8 +42,8 @@ scikit-learn's float32 reading when a value lies within float32 rounding of a th
   sufficiency follows from validity; ``minimal`` is SR minimality over features, which
   PyXAI does not promise.
 - ``minimal_contrastive_reason`` (PyXAI: two classes only) → ``contrastive`` for the other
-  class, projected onto its features (SPEC §3 CEs are sets of features whose change can
-  reach the target): PyXAI promises ``reaches`` and minimum size over conditions.
+  class, projected onto its features (our CEs are sets of features whose change can reach
+  the target): PyXAI promises ``reaches`` and minimum size over conditions.
 
 The exit code is 1 when a verdict PyXAI promises fails (validity of a sufficient-type reason,
 ``reaches`` of a contrastive one) or PyXAI's prediction differs from our hard-majority
@@ -78,7 +78,7 @@ from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.verify import VerifyReport, interval_mask, verify
 
-#: PyXAI explainer methods run, with the SPEC §5 field each is graded as (module docstring).
+#: PyXAI explainer methods run, with the explanation field each is graded as (module docstring).
 KINDS = {
     "sufficient_reason": "general_sufficient_reasons",
     "minimal_sufficient_reason": "general_sufficient_reasons",
@@ -129,7 +129,7 @@ def load_dataset(name: str) -> Dataset:
 
 
 # ---------------------------------------------------------------------------------------------
-# Conversion: PyXAI conditions → literals of the explanations format (SPEC §5 + intervals).
+# Conversion: PyXAI conditions → literals of the explanations format (with intervals).
 
 Condition = tuple[int, bool, float]  # (feature index, value > threshold?, threshold)
 
@@ -155,8 +155,8 @@ def instance_literals(forest: Forest, x: Instance,
 
 
 def why_not_prime(sat: SatOracle, forest: Forest, term: Term, x: Instance) -> str:
-    """Why a valid term whose literals hold x's states is not a prime implicant (SPEC §3
-    GSR): ``drop`` (a whole literal can go: not subset-minimal under our tie semantics),
+    """Why a valid term whose literals hold x's states is not a prime implicant (as a
+    GSR must be): ``drop`` (a whole literal can go: not subset-minimal under our tie semantics),
     ``relax`` (a literal widened by a state adjacent to its run still implies Δ: a looser
     threshold suffices) or ``non-interval`` (only a widening that is no interval does)."""
     def implies(t: Term) -> bool:  # τ ⊨ Δ (for these terms the same as τ ⊨ GR)
@@ -394,7 +394,7 @@ class KindResult:
 
     def statuses(self) -> dict[str, dict[str, int]]:
         """Per field graded, the status of PyXAI's reasons: ``ok`` when it is an SR / GSR /
-        CE by SPEC §3 (every verdict holds), ``wrong`` when some verdict fails."""
+        CE by our definitions (every verdict holds), ``wrong`` when some verdict fails."""
         out: dict[str, Counter[str]] = {}
         for line in self.report.lines if self.report else ():
             for f in line.fields:
@@ -528,7 +528,7 @@ def _text(doc: dict[str, Any], n_classes: int) -> str:
                 f"{WHY[k]} {v}" for k, v in sorted(r["not_prime"].items())))
         for name, c in r["statuses"].items():
             out.append(f"  {name}: {c.get('ok', 0)} of {sum(c.values())} are {SHORT[name]} by "
-                       "SPEC §3 (every verdict holds)")
+                       "definition (every verdict holds)")
         for e in r["errors"]:
             out.append(f"  error: {e}")
     if n_classes != 2:
