@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, interval_names
+from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
+                               interval_names)
 
 Case = tuple[Forest, list[Instance]]
 

@@ -13,7 +13,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, mask_states
+from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
+                               mask_states)
 
 
 @dataclass(frozen=True)

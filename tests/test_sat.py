@@ -19,7 +19,8 @@ from rfcircuits.crosscheck import sat
 from rfcircuits.crosscheck import spec_examples as ex
 from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.sat import ENCODINGS, SatOracle
-from rfcircuits.crosscheck.strategies import Limits, forest_and_instance, random_forest, random_instance
+from rfcircuits.crosscheck.strategies import (Limits, forest_and_instance, random_forest,
+                                              random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 PROPERTY = settings(max_examples=60, deadline=None,

@@ -20,8 +20,8 @@ import rfcircuits.crosscheck.verify as verify_module
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Instance, forest_from_json, instance_to_json, load_instances
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN, SUSAN_FOREST,
-                                                 forest, instance)
+from rfcircuits.crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
+                                                 SUSAN_FOREST, forest, instance)
 from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
 from rfcircuits.crosscheck.verify import verify
 

@@ -1,4 +1,5 @@
-"""The native engine's commands of the ``rfcircuits`` CLI: train, compile, demo, bench.
+"""The native engine's commands of the ``rfcircuits`` CLI: train, import, compile, explain,
+demo, bench.
 
 :func:`add_commands` registers them on an argparse sub-parser; :func:`run` executes a parsed
 command with the CLI's error policy: bad input → one message on stderr and exit 2, never a

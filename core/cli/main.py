@@ -1,8 +1,8 @@
-"""The ``rfcircuits`` console script: the native engine's commands plus the oracles' ones.
+"""The ``rfcircuits`` console script: the native engine's commands and the oracles' ones.
 
-Native commands (train, compile, explain, demo, bench) come from :mod:`rfcircuits.cli.engine`; this layer
-adds the commands that need the oracles (crosscheck, fuzz, verify, corpus, mutate). It lives
-in ``crosscheck`` because ``core`` never imports ``crosscheck``.
+The native commands (train, import, compile, explain, demo, bench) come from
+:mod:`rfcircuits.cli.engine`; this module adds the commands that need the oracles
+(crosscheck, fuzz, verify, corpus, mutate) and :func:`main`.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import sys
 from collections.abc import Sequence
 
 from rfcircuits import __version__
-from rfcircuits.cli.engine import Parser, add_commands, add_max_nodes, add_no_progress, max_nodes, \
-    positive_int, positive_seconds, run
+from rfcircuits.cli.engine import (Parser, add_commands, add_max_nodes, add_no_progress,
+                                   max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
-from rfcircuits.forest import TIES, forest_from_json, load_forest, load_instances, load_json_file, \
-    parse_instance
+from rfcircuits.forest import (TIES, forest_from_json, load_forest, load_instances,
+                               load_json_file, parse_instance)
 from rfcircuits.progress import Progress
 
 
