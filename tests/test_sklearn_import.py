@@ -147,7 +147,7 @@ def test_one_placement_for_instances_and_rows():
 
 
 def test_iris_thresholds_that_no_float32_separates_are_merged():
-    # 0.75 = (0.5 + 1.0) / 2 and (float32(0.7) + float32(0.8)) / 2 = 0.7500000149 are both
+    # 0.75 = (0.5 + 1.0) / 2 and (float32(0.4) + float32(1.1)) / 2 = 0.7500000149 are both
     # midpoints scikit-learn makes on iris; no float32 lies between them.
     X, y = load_iris(return_X_y=True)
     model = RandomForestClassifier(n_estimators=15, max_depth=5, random_state=0).fit(X, y)
