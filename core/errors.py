@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class InputError(ValueError):
     """Bad input (file, field, value). The message names where the problem is (the CLI exits 2)."""
@@ -9,3 +11,11 @@ class InputError(ValueError):
 
 class BudgetExceeded(RuntimeError):
     """A compilation stopped on a node budget or a time limit (``--max-nodes`` / ``--timeout``)."""
+
+
+def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` when it is one of ``choices``, else an :class:`InputError` listing them."""
+    if value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}, "
+                         f"not {value!r}")
+    return value

@@ -38,10 +38,10 @@ from typing import Literal, get_args
 from rfcircuits.apply import Apply
 from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.dgraph import TRUE as DG_TRUE
-from rfcircuits.errors import InputError
+from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation, What, what_keys
 from rfcircuits.featureorder import ORDERS
-from rfcircuits.forest import TIES, Forest, Instance
+from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.inputs import Row, Table, instance_of, instances_of
 from rfcircuits.general import gnrs, gsrs
 from rfcircuits.nnf import NNF
@@ -128,12 +128,12 @@ class Explainer:
         if not isinstance(forest, Forest):
             raise InputError(f"Explainer takes a Forest, not a {type(forest).__name__} (a "
                              "scikit-learn model converts with rfcircuits.from_sklearn)")
-        _choice("ties", ties, TIES)
-        _choice("sr_method", sr_method, SR_METHODS)
-        _choice("robust_method", robust_method, ROBUST_METHODS)
-        _choice("nr_method", nr_method, NR_METHODS)
+        check_ties(ties)
+        check_choice("sr_method", sr_method, SR_METHODS)
+        check_choice("robust_method", robust_method, ROBUST_METHODS)
+        check_choice("nr_method", nr_method, NR_METHODS)
         if isinstance(order, str):
-            _choice("order", order, ORDERS)
+            check_choice("order", order, ORDERS)
         if nr_method == "project" and len(forest.features) > MAX_FEATURES:
             raise InputError(f"nr_method 'project' needs at most {MAX_FEATURES} features")
         self.forest = forest
@@ -268,9 +268,9 @@ class Explainer:
 
         ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and
         ``nr_method`` override the explainer's."""
-        nr_method = _choice("nr_method", nr_method or self.nr_method, NR_METHODS)
-        _choice("sr_method", sr_method or self.sr_method, SR_METHODS)
-        _choice("robust_method", robust_method or self.robust_method, ROBUST_METHODS)
+        nr_method = check_choice("nr_method", nr_method or self.nr_method, NR_METHODS)
+        check_choice("sr_method", sr_method or self.sr_method, SR_METHODS)
+        check_choice("robust_method", robust_method or self.robust_method, ROBUST_METHODS)
         forest = self.forest
         what = tuple(k for k in ALL_WHAT if k in what)
         votes = forest.votes(x)
@@ -347,14 +347,6 @@ class Explainer:
                 fields["contrastive"] = tuple(ces)
         return Explanation(forest, tuple(x), self.ties, tuple(votes), decision, member, what,
                            **fields)  # type: ignore[arg-type]
-
-
-def _choice(name: str, value: str, choices: Sequence[str]) -> str:
-    """``value`` when it is one of ``choices``, else an :class:`InputError` listing them."""
-    if value not in choices:
-        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}, "
-                         f"not {value!r}")
-    return value
 
 
 class _Clock:

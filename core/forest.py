@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rfcircuits.atomicio import write_json
-from rfcircuits.errors import InputError
+from rfcircuits.errors import InputError, check_choice
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
@@ -137,6 +137,26 @@ def read_value(value: float, input_dtype: str = "float64") -> float:
         raise ValueError(f"{value!r} is beyond the finite float32 range (inputs are read as "
                          "float32, as scikit-learn reads them)")
     return rounded
+
+
+def read_values(values: Any, input_dtype: str, where: Callable[[int, int], str]) -> Any:
+    """:func:`read_value` of every number of a 2-D float64 array at once (the same rounding,
+    vectorised); the first number it refuses is an :class:`InputError` named ``where(i, j)``
+    (row ``i``, column ``j``)."""
+    import numpy as np  # here: the command line starts without numpy
+
+    read, refused = values, np.isnan(values)
+    if input_dtype == "float32":
+        with np.errstate(over="ignore"):
+            read = values.astype(np.float32).astype(np.float64)
+        refused |= np.isinf(read)
+    if refused.any():
+        i, j = (int(k) for k in np.argwhere(refused)[0])
+        try:
+            read_value(float(values[i, j]), input_dtype)
+        except ValueError as exc:  # it refuses the same numbers: its message says why
+            raise InputError(f"{where(i, j)}: {exc}") from None
+    return read
 
 
 def float32_floor(t: float) -> float:
@@ -254,9 +274,7 @@ def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
 
 
 def check_ties(ties: str) -> str:
-    if ties not in TIES:
-        raise InputError(f"unknown tie policy {ties!r}: expected one of {', '.join(TIES)}")
-    return ties
+    return check_choice("ties", ties, TIES)
 
 
 def _node_json(forest: Forest, node: TreeNode) -> dict[str, Any]:

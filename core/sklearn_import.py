@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode, \
-    float32_floor
+from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
+                               float32_floor, read_values)
 
 SUPPORTED = "RandomForestClassifier, ExtraTreesClassifier or DecisionTreeClassifier"
 
@@ -158,17 +158,11 @@ def instances_from_values(forest: Forest, rows: Any,
     for f in forest.features:
         if f.thresholds is None:
             raise InputError(f"feature {f.name!r} is categorical; raw values need numeric features")
-    out = []
-    for i, row in enumerate(data.tolist()):
-        x = []
-        for j, (f, value) in enumerate(zip(forest.features, row)):
-            try:
-                x.append(f.state_of_value(value, forest.input_dtype))
-            except ValueError as exc:
-                place = where(i, j) if where else f"row {i + 1}, feature {f.name!r}"
-                raise InputError(f"{place}: {exc}") from None
-        out.append(tuple(x))
-    return out
+    data = read_values(data, forest.input_dtype, where or (
+        lambda i, j: f"row {i + 1}, feature {forest.features[j].name!r}"))
+    columns = [np.searchsorted(np.asarray(f.thresholds), data[:, j], side="left")
+               for j, f in enumerate(forest.features)]
+    return [tuple(int(c[i]) for c in columns) for i in range(data.shape[0])]
 
 
 def load_model(path: str | os.PathLike[str]) -> Any:

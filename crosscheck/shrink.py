@@ -10,6 +10,7 @@ candidate is a valid forest (invalid ones are skipped).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 from rfcircuits.errors import InputError
 from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
@@ -67,10 +68,11 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
 
 def _valid(forest: Forest, features: Sequence[Feature], classes: Sequence[str],
            trees: Sequence[Tree], instances: list[Instance]) -> Iterator[Case]:
-    """The forest of these parts, with ``forest``'s other properties (its ``input_dtype``), if
-    it is valid."""
+    """``forest`` with these parts, its other properties (``input_dtype``) kept, if it is
+    valid."""
     try:
-        yield Forest(tuple(features), tuple(classes), tuple(trees), forest.input_dtype), instances
+        yield replace(forest, features=tuple(features), classes=tuple(classes),
+                      trees=tuple(trees)), instances
     except InputError:
         return
 

@@ -62,8 +62,8 @@ def add_no_progress(p: argparse.ArgumentParser) -> None:
 
 def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
     """Register train, import, compile, explain, demo and bench; ``bench_extra`` adds
-    benchmarks (``rfcircuits bench NAME``) from layers above ``core`` (the oracle
-    comparisons)."""
+    benchmarks (``rfcircuits bench NAME``) that need the oracles (:mod:`rfcircuits.cli.main`
+    adds the oracle comparisons)."""
     p = sub.add_parser("train", help="train a scikit-learn random forest on a CSV file")
     p.add_argument("--data", required=True, help="CSV file with a header row")
     p.add_argument("--target", help="label column (default: the last column)")
@@ -102,9 +102,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
                    help="nnf: Alg. 3; dg-conj: Alg. 3B; dg: Alg. 3A")
-    p.add_argument("--ties", choices=TIES, default="first",
-                   help="tie policy: first (a tie goes to the first tied class) or all (to "
-                        "every tied class)")
+    add_ties(p)
     p.add_argument("--out", help="directory for one circuit file per class (absent: print "
                                  "the sizes only)")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
@@ -121,9 +119,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--what", default="all", help="all, or a comma list of "
                    "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
                    "large forests: see the README)")
-    p.add_argument("--ties", choices=TIES, default="first",
-                   help="tie policy: first (a tie goes to the first tied class) or all (to "
-                        "every tied class)")
+    add_ties(p)
     p.add_argument("--out", help="write the explanations here instead of stdout")
     add_max_nodes(p)
     add_no_progress(p)
@@ -151,6 +147,13 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     add_counter(p)
     add_max_nodes(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
+
+
+def add_ties(p: argparse.ArgumentParser) -> None:
+    """``--ties``: the tie policy of the class formulas (docs/semantics.md)."""
+    p.add_argument("--ties", choices=TIES, default="first",
+                   help="tie policy: first (a tie goes to the first tied class) or all (to "
+                        "every tied class)")
 
 
 def add_counter(p: argparse.ArgumentParser) -> None:
