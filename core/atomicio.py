@@ -1,58 +1,279 @@
-"""Atomic file output: nothing half-written ever appears under the final name.
+"""The output rules every command that writes follows (README, "Outputs and signals").
 
-Writers go to a temporary file in the target directory and are renamed over the target
-only after a successful close (``os.replace`` is atomic on POSIX). The file gets the
-permissions a plain write would give it.
+- A regular file (or a path that does not exist yet) is replaced atomically, and only by a
+  complete result: the writer fills a temporary file in the same directory, which is renamed
+  over the target after a successful close. A symbolic link is written through: the file it
+  points to is replaced, the link stays.
+- Anything else — a device such as ``/dev/null``, a FIFO, a socket, ``-`` for standard output
+  — is written to directly, as a stream, and never replaced.
+- A missing parent directory is an error naming it; directories are never created on the way
+  (an output *directory* such as ``compile --out DIR`` is created itself, not its parents).
+- Record outputs (JSON Lines, one result per line) are written to a visible partial file
+  ``TARGET.partial`` as each record is finished, one ``write`` per record, and renamed to the
+  target at the end. When a run stops early (a signal, a full disk, an error), the partial file
+  keeps the finished records, the previous target stays untouched, and ``--resume`` continues
+  from the partial file.
+
+Temporary files of whole documents are anonymous (Linux ``O_TMPFILE``) where the file system
+allows, so that even SIGKILL leaves no temporary file behind; they get a name just before the
+rename. Files get the permissions a plain write would give them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
+import stat
+import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
+
+from rfcircuits.errors import InputError
+
+#: Suffix of the file that holds a record output's finished records until it is complete.
+PARTIAL = ".partial"
+
+
+def _target(path: str) -> tuple[str, bool]:
+    """``(real path, is a stream)`` of an output path; errors for directories and missing
+    parent directories."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise InputError(f"{path}: a parent of this path is not a directory") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory, expected a file")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return path, True
+    real = os.path.realpath(path)  # through symbolic links: replace the file, keep the link
+    parent = os.path.dirname(real)
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: directory {parent} does not exist")
+    return real, False
+
+
+def check_output(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path that cannot be written (a directory, a missing parent) before
+    the work, not after it."""
+    if os.fspath(path) != "-":
+        _target(os.fspath(path))
+
+
+def output_dir(path: str | os.PathLike[str]) -> str:
+    """Make sure the output directory ``path`` exists: created if missing, but not its
+    parents (a typo in a parent is an error naming it, not a new tree of directories)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return path
+    if os.path.exists(path):
+        raise InputError(f"{path}: exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise InputError(f"{path}: directory {parent} does not exist")
+    with _naming(path):
+        os.mkdir(path)
+    return path
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike[str], mode: str = "w",
-                keep_partial: bool = False) -> Iterator[IO[Any]]:
-    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success.
-
-    With ``keep_partial``, an interrupt (Ctrl-C) also renames what was written so far: for
-    record-per-line outputs whose writer flushes only whole records.
-    """
-    path = os.fspath(path)
-    if os.path.isdir(path):  # found now, not at the rename after all the work
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
+def _naming(path: str) -> Iterator[None]:
+    """OS errors without a file name (a write on a full disk) name ``path``."""
     try:
-        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:
-            os.fchmod(fd, _permissions(path))
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, path) from exc
+        raise
+
+
+class _Temporary:
+    """A file for the new contents of ``real``, in its directory: anonymous where the file
+    system supports it (nothing to clean up after a kill), else a hidden named file."""
+
+    def __init__(self, real: str) -> None:
+        self.directory, self.base = os.path.split(real)
+        self.name: str | None = None
+        self.fd = self.dir_fd = -1
+        if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                self.fd = os.open(self.directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC,
+                                  0o600)
+                self.dir_fd = os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC)
+        if self.fd < 0:
+            self.fd, self.name = tempfile.mkstemp(prefix=".tmp-", suffix="-" + self.base,
+                                                  dir=self.directory)
+
+    def publish(self, real: str) -> None:
+        """Rename the (still open) file over ``real``."""
+        if self.name is None:
+            name = os.path.join(self.directory, f".tmp-{os.urandom(6).hex()}-{self.base}")
+            # Given a src_dir_fd, os.link calls linkat with AT_SYMLINK_FOLLOW: the /proc entry
+            # is followed to the anonymous file instead of being linked itself.
+            os.link(f"/proc/self/fd/{self.fd}", name, src_dir_fd=self.dir_fd)
+            self.name = name
+        os.replace(self.name, real)
+        self.name = None
+
+    def discard(self) -> None:
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+        if self.name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.name)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
+    """Open ``path`` for one whole document under the output rules (module docstring): a
+    temporary file renamed over a regular target when the block succeeds, the stream itself
+    for ``-`` and for devices, FIFOs and sockets."""
+    path = os.fspath(path)
+    encoding = None if "b" in mode else "utf-8"
+    if path == "-":
+        stream = sys.stdout.buffer if "b" in mode else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    real, is_stream = _target(path)
+    if is_stream:
+        with _naming(path), open(path, mode, encoding=encoding) as handle:
+            yield handle
+        return
+    with _naming(path):
+        temp = _Temporary(real)
+    try:
+        with _naming(path), os.fdopen(temp.fd, mode, encoding=encoding, closefd=True) as handle:
+            os.fchmod(temp.fd, _permissions(real))
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except KeyboardInterrupt:
-        if keep_partial:
-            os.replace(tmp, path)
+            temp.publish(real)
+    finally:
+        temp.discard()
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write one JSON document under the output rules (UTF-8, no ASCII escaping, trailing
+    newline)."""
+    with atomic_open(path) as handle:
+        json.dump(obj, handle, ensure_ascii=False)
+        handle.write("\n")
+
+
+class Records:
+    """A record output (:func:`record_output`): ``write(line)`` adds one finished record;
+    ``resumed`` holds the records a resumed run found already finished."""
+
+    def __init__(self, fd: int, stream: IO[str] | None, resumed: list[str], size: int) -> None:
+        self._fd = fd
+        self._stream = stream
+        self.resumed = resumed
+        #: Bytes of whole records written so far (a failed write is cut back to this).
+        self.size = size
+        #: Records finished so far, resumed ones included.
+        self.count = len(resumed)
+
+    def write(self, line: str) -> None:
+        """Append one record, a line ending with a newline, in one write where possible."""
+        if self._stream is not None:
+            self._stream.write(line)
+            self._stream.flush()
+            return
+        data = memoryview(line.encode("utf-8"))
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+        except BaseException:
+            if done:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self.size)
+            raise
+        self.size += done
+        self.count += 1
+
+
+@contextlib.contextmanager
+def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
+                  accept: Callable[[list[str]], None] | None = None,
+                  what: str = "records") -> Iterator[Records]:
+    """A JSON Lines output under the output rules: standard output (``None`` or ``-``) and
+    non-regular files are streamed to; a regular target is written through ``TARGET.partial``
+    (module docstring). With ``resume``, the finished records of an earlier partial file are
+    kept (a final line cut by a kill is dropped) after ``accept(lines)`` has checked that they
+    belong to this run (it raises :class:`InputError` if not). ``what`` names the records in
+    the message that reports a kept partial file."""
+    path = None if path is None else os.fspath(path)
+    if path is None or path == "-" or _target(path)[1]:
+        if resume:
+            raise InputError("--resume needs --out FILE (a regular file): a stream cannot be "
+                             "resumed")
+        if path is None or path == "-":
+            yield Records(-1, sys.stdout, [], 0)
+            sys.stdout.flush()
+        else:
+            with _naming(path), open(path, "w", encoding="utf-8") as handle:
+                yield Records(-1, handle, [], 0)
+        return
+    real = _target(path)[0]
+    partial = real + PARTIAL
+    resumed, size = _resumed(partial, accept) if resume else ([], 0)
+    if not resume and os.path.exists(partial):
+        print(f"note: starting over; replacing the partial file {partial} of an earlier run "
+              "(--resume continues it instead)", file=sys.stderr)
+    with _naming(partial):
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    records = Records(fd, None, resumed, size)
+    try:
+        with _naming(partial):
+            os.ftruncate(fd, size)
+            os.lseek(fd, size, os.SEEK_SET)
+            os.fchmod(fd, _permissions(real))
+        with _naming(path):
+            yield records
+            os.fsync(fd)
+            os.replace(partial, real)
+    except BaseException:
+        if records.size:
+            print(f"{records.count} finished {what} kept in {partial} (the previous {path} "
+                  "is untouched; --resume continues from them)", file=sys.stderr)
         else:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(partial)
         raise
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    finally:
+        os.close(fd)
+
+
+def _resumed(partial: str, accept: Callable[[list[str]], None] | None) -> tuple[list[str], int]:
+    """The whole lines of an earlier partial file and their size in bytes (none if there is
+    no partial file)."""
+    try:
+        with open(partial, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        print(f"note: no partial file {partial}; starting from the beginning", file=sys.stderr)
+        return [], 0
+    except OSError as exc:
+        raise InputError(f"{partial}: cannot read ({exc.strerror})") from None
+    size = data.rfind(b"\n") + 1  # a line cut by a kill mid-write is not a finished record
+    try:
+        lines = data[:size].decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{partial}: not a partial file of rfcircuits (not UTF-8)") from None
+    if accept is not None:
+        accept(lines)
+    return lines, size
 
 
 def _permissions(path: str) -> int:
     """The mode a plain ``open(path, "w")`` would leave: an existing file's own, a new
-    file's 0o666 less the umask (``mkstemp`` creates its file 0o600, which would make every
+    file's 0o666 less the umask (temporary files are created 0o600, which would make every
     output private to its writer)."""
     try:
         return os.stat(path).st_mode & 0o7777
@@ -72,10 +293,3 @@ def current_umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
-
-
-def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write one JSON document atomically (UTF-8, no ASCII escaping, trailing newline)."""
-    with atomic_open(path) as handle:
-        json.dump(obj, handle, ensure_ascii=False)
-        handle.write("\n")

@@ -31,6 +31,8 @@ WHAT_FIELDS = {
     "flips": "shortest_flips",
 }
 ALL_WHAT = tuple(WHAT_FIELDS)
+#: The keys every explanation has, before the fields of ``what``.
+HEADER_KEYS = ("instance", "ties", "votes", "decision", "classes")
 #: One field's key; :data:`What`: the fields an explanation is asked for.
 WhatKey = Literal["sr", "nr", "gsr", "gnr", "ce", "robust", "flips"]
 What = Literal["all"] | WhatKey | Sequence[WhatKey]

@@ -48,7 +48,7 @@ from multiprocessing.pool import Pool
 from typing import Any
 
 from rfcircuits import __version__
-from rfcircuits.atomicio import atomic_open, current_umask
+from rfcircuits.atomicio import PARTIAL, atomic_open, current_umask, output_dir, write_json
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.errors import InputError
@@ -63,7 +63,7 @@ from rfcircuits.terms import terms_json
 from rfcircuits.crosscheck import spec_examples
 from rfcircuits.crosscheck.fuzz import make_case, repro
 from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
-from rfcircuits.crosscheck.parallel import pmap
+from rfcircuits.crosscheck.parallel import completed, pmap
 from rfcircuits.crosscheck.parallel import pool as pool_of
 from rfcircuits.crosscheck.strategies import Limits
 
@@ -628,30 +628,58 @@ class BuildSummary:
 
 
 def build(out: str, jobs: int = 1, progress: bool = True,
-          failures_dir: str = "corpus-failures") -> BuildSummary:
-    """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed)."""
+          failures_dir: str = "corpus-failures", resume: bool = False) -> BuildSummary:
+    """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed).
+
+    Each finished case is kept in ``OUT.partial/`` as it completes; an interrupted build
+    leaves that directory (and the previous corpus) in place, and ``resume`` builds only the
+    cases it does not hold yet. The partial directory is removed once the corpus is written.
+    """
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise InputError(f"{out}: exists and is not a directory")
     if os.path.isdir(out) and os.listdir(out) and not os.path.exists(os.path.join(out, MANIFEST)):
         raise InputError(f"{out}: not empty and not a corpus (no {MANIFEST}); refusing to "
                          "replace it")
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise InputError(f"{out}: directory {parent} does not exist")
+    partial = out + PARTIAL
+    finished = _finished(partial) if resume else {}
+    if not resume and os.path.exists(partial):
+        print(f"note: starting over; removing the partial build {partial} of an earlier run "
+              "(--resume continues it instead)", file=sys.stderr)
+        shutil.rmtree(partial)
+    if not os.path.isdir(partial):
+        write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
     summary = BuildSummary()
     with pool_of(jobs) as pool:
         specs = plan(pool, jobs, progress)
-        with Progress("building cases", enabled=progress) as bar:
-            results = pmap(pool, build_case, specs, bar, _cost)
+        finished = {s.id: finished[s.id] for s in specs
+                    if s.id in finished and finished[s.id].entry["origin"] == s.origin}
+        todo = [s for s in specs if s.id not in finished]
+        try:
+            with Progress("building cases", enabled=progress) as bar:
+                bar(len(finished), len(specs))
+                for _, result in completed(pool, build_case, todo, _cost):
+                    write_json(os.path.join(partial, f"{result.id}.json"), asdict(result))
+                    finished[result.id] = result
+                    bar(len(finished), len(specs))
+        except BaseException:
+            print(f"{len(finished)} of {len(specs)} finished cases kept in {partial} (the "
+                  f"previous {out} is untouched; --resume continues from them)",
+                  file=sys.stderr)
+            raise
+    results = [finished[s.id] for s in specs]
     for result in results:
         summary.failures.extend(result.failures)
         for ties, doc in result.repros.items():
-            path = os.path.join(failures_dir, f"{result.id}-{ties}.json")
-            with atomic_open(path) as handle:
-                handle.write(json_text(doc))
+            path = os.path.join(output_dir(failures_dir), f"{result.id}-{ties}.json")
+            write_json(path, doc)
             summary.repro_files.append(path)
     if summary.failures:
+        shutil.rmtree(partial, ignore_errors=True)
         return summary
-    parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-", dir=parent)
     try:
         for result in results:
@@ -676,10 +704,40 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         _swap(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(partial, ignore_errors=True)
     return summary
 
 
+#: The file of a partial build that says which versions built its cases.
+PARTIAL_VERSIONS = "VERSIONS.json"
+
+
+def _finished(partial: str) -> dict[str, CaseResult]:
+    """The cases an interrupted build kept in ``partial`` (none if it has no partial
+    directory); a partial build of other package versions is refused."""
+    if not os.path.isdir(partial):
+        print(f"note: no partial build {partial}; starting from the beginning", file=sys.stderr)
+        return {}
+    stamp = os.path.join(partial, PARTIAL_VERSIONS)
+    if not os.path.exists(stamp) or load_json_file(stamp) != versions():
+        raise InputError(f"{partial}: a partial build of other package versions; remove it "
+                         "or build without --resume")
+    out = {}
+    for name in sorted(os.listdir(partial)):
+        if name.endswith(".json") and name != PARTIAL_VERSIONS:
+            doc = load_json_file(os.path.join(partial, name))
+            try:
+                result = CaseResult(**doc)
+            except TypeError:
+                raise InputError(f"{os.path.join(partial, name)}: not a case of a partial "
+                                 "build") from None
+            out[result.id] = result
+    return out
+
+
 def _write(path: str, text: str) -> None:
+    """A file of the corpus being assembled (in a fresh temporary directory)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with atomic_open(path) as handle:
         handle.write(text)
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rfcircuits.atomicio import write_json
+from rfcircuits.atomicio import output_dir, write_json
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
@@ -111,8 +111,9 @@ def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: l
 def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
             oracles: tuple[str, ...], out_dir: str, results: Any) -> None:
     k = wid
+    parent = os.getppid()
     try:
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and os.getppid() == parent:  # orphans stop
             checks, saved = run_case(seed, k, limits, oracles, out_dir)
             results.put((k, checks, saved))
             k += jobs
@@ -123,8 +124,9 @@ def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
 
 def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
          oracles: tuple[str, ...] = ORACLES, progress: bool = True) -> Summary:
-    """Run cases for ``seconds`` on ``jobs`` processes; failures land in ``out_dir``."""
-    os.makedirs(out_dir, exist_ok=True)
+    """Run cases for ``seconds`` on ``jobs`` processes; failures land in ``out_dir``. A
+    signal stops the workers at once; the failures already saved are complete files."""
+    output_dir(out_dir)
     summary = Summary()
     start = time.monotonic()
     deadline = start + seconds
@@ -160,8 +162,11 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
                 print(f"\r[fuzz] {summary.cases} cases, {summary.checks} checks, "
                       f"{len(summary.failures)} failures, {rate:.1f} cases/s",
                       end="", file=sys.stderr, flush=True)
-    except KeyboardInterrupt:  # workers stop too; saved failures are complete files
+    except KeyboardInterrupt:
         summary.interrupted = True
+        for w in workers:  # SIGTERM: a worker stops as on Ctrl-C (its handlers are inherited)
+            if w.is_alive():
+                w.terminate()
     finally:
         for w in workers:
             w.join(timeout=5)

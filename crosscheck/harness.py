@@ -56,6 +56,10 @@ SAT_WORLDS = 32
 SAT_ITEM_WORLDS = 10 ** 6
 
 
+#: ``on_unit(unit, outcomes, disagreements)``: the checks of one finished unit of a run.
+OnUnit = Callable[[Any, Sequence["Outcome"], Sequence["Disagreement"]], None]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One cell of the check × engine table: ``agree``, ``disagree``, ``skipped`` or ``error``."""
@@ -80,6 +84,12 @@ class Disagreement:
     def to_json(self) -> dict[str, Any]:
         return {"check": self.check, "engines": list(self.engines), "instance": self.instance,
                 "ours": self.ours, "theirs": self.theirs, "counterexample": self.counterexample}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Disagreement:
+        """The disagreement :meth:`to_json` wrote (values as JSON gives them back)."""
+        return cls(obj["check"], tuple(obj["engines"]), obj["instance"], obj["ours"],
+                   obj["theirs"], obj["counterexample"])
 
 
 @dataclass
@@ -337,9 +347,12 @@ class Crosscheck:
     # -- explanations ---------------------------------------------------------------------------
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT,
-                     progress: Callable[[int, int], None] | None = None, jobs: int = 1) -> None:
-        """Every instance's explanation against the oracles; ``jobs > 1`` forks that many
-        workers, which share the circuits and oracles built here (where fork is available)."""
+                     progress: Callable[[int, int], None] | None = None, jobs: int = 1,
+                     start: int = 0, on_unit: OnUnit | None = None) -> None:
+        """Every instance's explanation against the oracles, from instance ``start`` on;
+        ``on_unit(i, outcomes, disagreements)`` receives each instance's checks, in instance
+        order. ``jobs > 1`` forks that many workers, which share the circuits and oracles built
+        here (where fork is available)."""
         explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes,
                               compiled=self.compiled_3b)
         # On small forests every combination of SR, robustness and NR methods faces the
@@ -352,10 +365,15 @@ class Crosscheck:
         methods = [combos[(i + sum(x)) % len(combos)] if small
                    else (explainer.sr_method, explainer.robust_method, explainer.nr_method)
                    for i, x in enumerate(instances)]
-        if jobs <= 1 or len(instances) <= 1 or not can_fork():
-            for i, x in enumerate(instances):
-                self._explain(explainer, x, what, *methods[i])
-                self.report.explained = i + 1
+        todo = range(start, len(instances))
+        if jobs <= 1 or len(todo) <= 1 or not can_fork():
+            report = self.report
+            for i in todo:
+                seen = len(report.outcomes), len(report.disagreements)
+                self._explain(explainer, instances[i], what, *methods[i])
+                report.explained = i + 1
+                if on_unit:
+                    on_unit(i, report.outcomes[seen[0]:], report.disagreements[seen[1]:])
                 if progress:
                     progress(i + 1, len(instances))
             return
@@ -363,19 +381,23 @@ class Crosscheck:
         global _WORKER
         _WORKER = (self, explainer, instances, methods, what)
         finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
+        shown = start  # units are passed on in instance order: a prefix of a serial run's
         try:
-            with pool(min(jobs, len(instances))) as workers:
-                for i, result in completed(workers, _explain_in_worker, range(len(instances)),
+            with pool(min(jobs, len(todo))) as workers:
+                for k, result in completed(workers, _explain_in_worker, todo,
                                            cost=lambda i: _margin(self.forest, instances[i])):
-                    finished[i] = result
+                    finished[todo[k]] = result
+                    while on_unit and shown in finished:
+                        on_unit(shown, *finished[shown])
+                        shown += 1
                     if progress:
-                        progress(len(finished), len(instances))
+                        progress(start + len(finished), len(instances))
         finally:  # also on Ctrl-C: keep the finished instances' checks, in instance order
             _WORKER = None
             for i in sorted(finished):
                 self.report.outcomes.extend(finished[i][0])
                 self.report.disagreements.extend(finished[i][1])
-            self.report.explained = len(finished)
+            self.report.explained = start + len(finished)
 
     def _prepare(self, explainer: Explainer, what: Sequence[str]) -> None:
         """Build the native circuits and the oracles before forking, so that workers share
@@ -585,17 +607,24 @@ def _explain_in_worker(i: int) -> tuple[list[Outcome], list[Disagreement]]:
 def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
                formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
-               progress: Callable[[int, int], None] | None = None, jobs: int = 1) -> Report:
+               progress: Callable[[int, int], None] | None = None, jobs: int = 1,
+               start: int = 0, on_unit: OnUnit | None = None) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
     ``progress(done, total)`` is called per instance; ``jobs`` worker processes share the
     instances. Ctrl-C returns the report so far, marked ``interrupted`` (the checks of
-    finished instances are kept)."""
+    finished instances are kept).
+
+    A resumed run starts at instance ``start``; ``on_unit(unit, outcomes, disagreements)``
+    receives the checks of each finished unit — ``"formulas"``, then each instance index in
+    order — for the caller to keep."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes)
     try:
         if formulas:
             run.class_formulas()
-        run.explanations(instances, what, progress, jobs)
+            if on_unit:
+                on_unit("formulas", run.report.outcomes, run.report.disagreements)
+        run.explanations(instances, what, progress, jobs, start, on_unit)
     except KeyboardInterrupt:
         run.report.interrupted = True
     finally:

@@ -1,8 +1,9 @@
 """Process pools for ``--jobs`` (corpus build and check, crosscheck): a pool that dies with
 its block, and a map that reports each result as it completes.
 
-Ctrl-C is the parent's to handle: workers ignore SIGINT, and the parent terminates them when
-it leaves the pool's block. A worker that sees KeyboardInterrupt anyway (a solver library's own
+Ctrl-C (and SIGTERM, SIGHUP: :mod:`rfcircuits.interrupts`) is the parent's to handle: workers
+ignore SIGINT and die of SIGTERM and SIGHUP as plain processes do, and the parent terminates
+them when it leaves the pool's block. A worker that sees KeyboardInterrupt anyway (a solver library's own
 SIGINT handler, as PySAT installs during a call) passes it on as a result, and the parent
 raises it, instead of the worker dying and the parent waiting for its result forever."""
 
@@ -35,12 +36,17 @@ def pool(jobs: int) -> Iterator[Pool | None]:
         yield None
         return
     ctx = multiprocessing.get_context("fork" if can_fork() else "spawn")
-    with ctx.Pool(jobs, initializer=_leave_sigint) as workers:
+    with ctx.Pool(jobs, initializer=_leave_signals) as workers:
         yield workers
 
 
-def _leave_sigint() -> None:
+def _leave_signals() -> None:
+    """Forked workers inherit the parent's handlers, which would turn the SIGTERM that
+    ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 class _Interrupted:

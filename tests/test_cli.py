@@ -222,7 +222,7 @@ def test_an_unwritable_output_exits_2_naming_it(tmp_path, capsys):
     # a directory is refused before any work, not at the final rename
     assert main(explain + ["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path}: Is a directory" in err and "Traceback" not in err
+    assert f"{tmp_path}: is a directory" in err and "Traceback" not in err
     assert not [p for p in os.listdir(tmp_path.parent) if p.startswith(".tmp-")]
     if os.path.exists("/dev/full"):  # stdout on a full disk
         with open("/dev/full", "w") as full:

@@ -19,7 +19,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rfcircuits.atomicio import atomic_open, write_json
+from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
+                                 record_output, write_json)
+from rfcircuits.interrupts import exit_status, signals_as_interrupts
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.forest import TIES, Forest, load_forest, save_forest
 from rfcircuits.formats import circuit_stem
@@ -120,7 +122,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
                    "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
                    "large forests: see the README)")
     add_ties(p)
-    p.add_argument("--out", help="write the explanations here instead of stdout")
+    p.add_argument("--out", help="write the explanations to this file (default, or -: stdout)")
+    add_resume(p, "explanations")
     add_max_nodes(p)
     add_no_progress(p)
     p.set_defaults(handler=cmd_explain)
@@ -189,9 +192,11 @@ def positive_seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a parsed command under the CLI's error policy."""
+    """Run a parsed command under the CLI's error policy; SIGTERM and SIGHUP end it as Ctrl-C
+    does, with exit status 128 + signal (:mod:`rfcircuits.interrupts`)."""
     try:
-        return int(args.handler(args))
+        with signals_as_interrupts():
+            return int(args.handler(args))
     except InputError as exc:
         print(f"rfcircuits {args.command}: error: {exc}", file=sys.stderr)
         return 2
@@ -200,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         print(f"rfcircuits {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_status()
     except BrokenPipeError:
         return 0
     except OSError as exc:  # an output that cannot be written: full disk, no permission...
@@ -226,6 +231,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from rfcircuits.forest import instance_to_json
     from rfcircuits.datasets import Scored, load_csv, train_forest
 
+    for path in (args.out, args.test_out):
+        if path:
+            check_output(path)
     data = load_csv(args.data, args.target)
     trained = train_forest(data, args.trees, args.depth, args.seed)
     save_forest(trained.forest, args.out)
@@ -259,6 +267,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from rfcircuits.datasets import as_class_names, load_rows, score
     from rfcircuits.sklearn_import import forest_from_sklearn, load_model
 
+    check_output(args.out)
     model = load_model(args.model)
     forest = forest_from_sklearn(model)
     scored = None
@@ -282,6 +291,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     """``rfcircuits compile --form nnf|dg-conj|dg``: per-class sizes and seconds as
     JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class."""
     forest = load_forest(args.forest)
+    if args.out:
+        output_dir(args.out)
     if args.form == "nnf":
         from rfcircuits.classformula import compile_nnf
 
@@ -315,6 +326,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_resume(p: argparse.ArgumentParser, records: str) -> None:
+    """``--resume``: continue from the partial file an interrupted run left beside ``--out``."""
+    p.add_argument("--resume", action="store_true",
+                   help=f"continue from OUT{PARTIAL}, the finished {records} of an interrupted "
+                        "run with the same inputs and options, instead of starting over")
+
+
 def add_max_nodes(p: argparse.ArgumentParser) -> None:
     """``--max-nodes``: the decision-graph node budget (see :func:`max_nodes`)."""
     p.add_argument("--max-nodes", type=int, metavar="N",
@@ -338,20 +356,34 @@ def cmd_explain(args: argparse.Namespace) -> int:
     """Explanations in canonical JSON Lines, flushed per instance
     (docs/formats.md#explanations)."""
     from rfcircuits.explain import Explainer
-    from rfcircuits.explanation import parse_what
-    from rfcircuits.forest import load_instances
+    from rfcircuits.explanation import HEADER_KEYS, WHAT_FIELDS, parse_what
+    from rfcircuits.forest import instance_to_json, load_instances
 
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
     what = parse_what(args.what)
     explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args))
-    with contextlib.ExitStack() as stack:
-        out = stack.enter_context(atomic_open(args.out, keep_partial=True)) if args.out \
-            else sys.stdout
-        progress = stack.enter_context(Progress("instances", enabled=not args.no_progress))
-        for done, x in enumerate(instances, start=1):
+    keys = {*HEADER_KEYS, *(WHAT_FIELDS[k] for k in what)}
+
+    def accept(lines: list[str]) -> None:  # a partial file of this very run, or refuse it
+        for n, line in enumerate(lines, start=1):
+            where = f"{args.out}{PARTIAL}, line {n}"
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                raise InputError(f"{where}: not an explanation; remove the file or run "
+                                 "without --resume") from None
+            if n > len(instances) or not isinstance(obj, dict) or set(obj) != keys or \
+                    obj["ties"] != args.ties or \
+                    obj["instance"] != instance_to_json(forest, instances[n - 1]):
+                raise InputError(f"{where}: not an explanation of instance {n} of "
+                                 f"{args.instances} with these options (--ties, --what); "
+                                 "remove the file or run without --resume")
+
+    with record_output(args.out, args.resume, accept, "explanations") as out, \
+            Progress("instances", enabled=not args.no_progress) as progress:
+        for done, x in enumerate(instances[len(out.resumed):], start=len(out.resumed) + 1):
             out.write(explainer.explain_states(x, what).to_line() + "\n")
-            out.flush()
             progress(done, len(instances))
     return 0
 

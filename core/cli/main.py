@@ -8,18 +8,22 @@ The native commands (train, import, compile, explain, demo, bench) come from
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rfcircuits import __version__
+from rfcircuits.atomicio import PARTIAL
 from rfcircuits.cli.engine import (Parser, add_commands, add_max_nodes, add_no_progress,
-                                   max_nodes, positive_int, positive_seconds, run)
+                                   add_resume, max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
-from rfcircuits.forest import (TIES, forest_from_json, load_forest, load_instances,
-                               load_json_file, parse_instance)
+from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
+                               load_instances, load_json_file, parse_instance)
 from rfcircuits.progress import Progress
 
 
@@ -66,6 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
+    p.add_argument("--out", help="also keep each finished unit's checks (class formulas, each "
+                                 "instance) in this JSON Lines file, so that an interrupted "
+                                 "run can be resumed")
+    add_resume(p, "units")
     add_no_progress(p)
     p.set_defaults(handler=cmd_crosscheck)
 
@@ -141,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     q = corpus.add_parser("build", help="regenerate the corpus deterministically; every answer "
                                         "confirmed by every oracle that fits")
     q.add_argument("--out", default="fixtures", help="corpus directory (replaced at the end)")
+    add_resume(q, "cases")
     q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
     q.add_argument("--failures", default="corpus-failures",
                    help="where repro files go when an oracle disagrees")
@@ -181,11 +190,12 @@ def _oracles(text: str) -> tuple[str, ...]:
 
 
 def cmd_crosscheck(args: argparse.Namespace) -> int:
-    """Check × engine table; exit 1 and a repro file on any disagreement; Ctrl-C
-    prints the table of the finished instances (exit 130)."""
-    from rfcircuits.atomicio import write_json
+    """Check × engine table; exit 1 and a repro file on any disagreement. ``--out`` keeps
+    each finished unit's checks (the class formulas, then each instance) as a JSON line, so
+    that an interrupted run (finished units kept, exit 128 + signal) can be resumed."""
+    from rfcircuits.atomicio import record_output, write_json
     from rfcircuits.crosscheck.fuzz import repro
-    from rfcircuits.crosscheck.harness import crosscheck
+    from rfcircuits.crosscheck.harness import Disagreement, Outcome, Report, crosscheck
 
     if args.replay:
         doc = load_json_file(args.replay)
@@ -205,34 +215,84 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
     budget = max_nodes(args)
+    if args.resume and not args.out:
+        raise InputError("--resume needs --out FILE, where the interrupted run kept its checks")
+    units = [(t, u) for t in ties_list
+             for u in (([] if args.no_formulas else ["formulas"]) + list(range(len(instances))))]
+    prior = {t: Report() for t in ties_list}
+
+    def accept(lines: list[str]) -> None:  # the units of this very run, in order
+        for n, line in enumerate(lines, start=1):
+            try:
+                obj = json.loads(line)
+                expected = units[n - 1] if n <= len(units) else None
+                ok = expected is not None and (obj["ties"], obj["unit"]) == expected and (
+                    obj["unit"] == "formulas" or
+                    obj["instance"] == instance_to_json(forest, instances[obj["unit"]]))
+                report = prior[obj["ties"]] if ok else None
+                if report is not None:
+                    report.outcomes.extend(Outcome(*o) for o in obj["outcomes"])
+                    report.disagreements.extend(Disagreement.from_json(d)
+                                                for d in obj["disagreements"])
+            except (ValueError, KeyError, TypeError, IndexError):
+                ok = False
+            if not ok:
+                raise InputError(f"{args.out}{PARTIAL}, line {n}: not the checks of unit "
+                                 f"{n} of this run (same inputs and options); remove the file "
+                                 "or run without --resume")
+
+    def keep(ties: str, unit: Any, outcomes: Sequence[Any], found: Sequence[Any]) -> None:
+        line = {"ties": ties, "unit": unit}
+        if unit != "formulas":
+            line["instance"] = instance_to_json(forest, instances[unit])
+        line.update(outcomes=[[o.check, o.engine, o.status, o.detail] for o in outcomes],
+                    disagreements=[d.to_json() for d in found])
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
     failed = []
-    for ties in ties_list:
-        with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as progress:
-            report = crosscheck(forest, instances, ties, oracles, what,
-                                formulas=not args.no_formulas, max_nodes=budget,
-                                progress=progress, jobs=args.jobs)
-        checks = report.checks()
-        print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements")
-        print(report.table())
-        if not checks and not report.interrupted:
-            # exit 0 (no disagreement), but a run that verified nothing must not read as a pass
-            print(f"crosscheck: warning: nothing was compared under ties {ties}: every check "
-                  "was skipped (the table gives the reasons)", file=sys.stderr)
-        if not report.ok:
-            failed.extend((ties, d) for d in report.disagreements)
-            for d in report.disagreements[:5]:
-                print(f"  DISAGREE {d.check} ({' vs '.join(d.engines)})"
-                      f"{' at ' + json.dumps(d.instance) if d.instance else ''}: "
-                      f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}")
+    with (record_output(args.out, args.resume, accept, "checked units") if args.out
+          else contextlib.nullcontext()) as out:
+        resumed = len(out.resumed) if out else 0
+        for ties in ties_list:
+            done = [u for t, u in units[:resumed] if t == ties]
+            todo = [u for t, u in units[resumed:] if t == ties]
+            report = prior[ties]
+            if todo:
+                with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as bar:
+                    new = crosscheck(
+                        forest, instances, ties, oracles, what,
+                        formulas="formulas" in todo, max_nodes=budget, progress=bar,
+                        jobs=args.jobs, start=len(done) - ("formulas" in done),
+                        on_unit=functools.partial(keep, ties) if out else None)
+                report.outcomes.extend(new.outcomes)
+                report.disagreements.extend(new.disagreements)
+                report.explained, report.interrupted = new.explained, new.interrupted
+            checks = report.checks()
+            print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements")
+            print(report.table())
+            if not checks and not report.interrupted:
+                # exit 0 (no disagreement), but a run that verified nothing must not read as a
+                # pass
+                print(f"crosscheck: warning: nothing was compared under ties {ties}: every "
+                      "check was skipped (the table gives the reasons)", file=sys.stderr)
+            if not report.ok:
+                failed.extend((ties, d) for d in report.disagreements)
+                for d in report.disagreements[:5]:
+                    print(f"  DISAGREE {d.check} ({' vs '.join(d.engines)})"
+                          f"{' at ' + json.dumps(d.instance) if d.instance else ''}: "
+                          f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}")
+            if report.interrupted:
+                print(f"interrupted (ties {ties}) after {report.explained} of "
+                      f"{len(instances)} instances: the table holds the checks made so far")
+                break
+        if failed:
+            ties = failed[0][0]
+            write_json(args.repro, repro(forest, instances, ties,
+                                         [d for t, d in failed if t == ties]))
+            print(f"repro written to {os.path.abspath(args.repro)}")
         if report.interrupted:
-            print(f"interrupted (ties {ties}) after {report.explained} of {len(instances)} "
-                  "instances: the table holds the checks made so far")
-            break
-    if failed:
-        ties = failed[0][0]
-        write_json(args.repro, repro(forest, instances, ties, [d for t, d in failed if t == ties]))
-        print(f"repro written to {os.path.abspath(args.repro)}")
-    return 130 if report.interrupted else 1 if failed else 0
+            raise KeyboardInterrupt  # the finished units stay in the partial file
+    return 1 if failed else 0
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
@@ -284,7 +344,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
     if args.corpus_command == "build":
         summary = build(args.out, args.jobs, progress=not args.no_progress,
-                        failures_dir=args.failures)
+                        failures_dir=args.failures, resume=args.resume)
     else:
         oracles = _oracles(args.oracles) if args.oracles is not None else ()
         summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress)

@@ -1,0 +1,53 @@
+"""SIGINT, SIGTERM and SIGHUP end a run the same way: as Ctrl-C does.
+
+Python turns SIGINT into :class:`KeyboardInterrupt`; :func:`signals_as_interrupts` makes SIGTERM
+(``kill``, ``timeout``, batch schedulers) and SIGHUP (a closed terminal) raise it too, so that
+every ``except KeyboardInterrupt`` that keeps finished work also serves them. The signal that
+ended the run is remembered for the exit status, ``128 + signal`` as shells report it: 130 for
+SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+#: The signals that end a run with its finished work kept.
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                if hasattr(signal, name))
+
+_received: list[int] = []
+
+
+def _raise(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def signals_as_interrupts() -> Iterator[None]:
+    """While the block runs (in the main thread), each of :data:`SIGNALS` raises
+    KeyboardInterrupt; the previous handlers come back afterwards. Forked workers inherit the
+    handlers, so a worker that a signal reaches stops as the parent does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    _received.clear()
+    for s in SIGNALS:
+        if previous[s] is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(s, _raise)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def exit_status() -> int:
+    """``128 + signal`` of the last signal that interrupted the run (SIGINT when none was seen:
+    a KeyboardInterrupt raised by other means)."""
+    return 128 + (_received[-1] if _received else signal.SIGINT)
