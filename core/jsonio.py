@@ -10,12 +10,14 @@ means it or refused with an :class:`~rfcircuits.errors.InputError` naming the fi
   lines are skipped and lines end at ``\\n`` (or ``\\r\\n``) only.
 - A key repeated in one object, the tokens ``NaN``, ``Infinity`` and ``-Infinity`` (Python's
   ``json`` reads them; standard JSON has no such tokens), an integer of more than
-  :data:`MAX_INT_DIGITS` digits, a number too large for a float (``1e999``), and arrays and
-  objects nested more than :data:`MAX_DEPTH` deep are errors.
+  :data:`MAX_INT_DIGITS` digits, a number too large for a float (``1e999``), a string
+  escaping half a surrogate pair (``"\\ud800"``: not Unicode text, it could not be written
+  out again), and arrays and objects nested more than :data:`MAX_DEPTH` deep are errors.
 
-Valid files take the C decoder's fast path plus two cheap scans of the raw bytes (nesting,
-and the digit runs that suspicious numbers need); only a file those scans flag, or a failed
-decode, is searched token by token for the position to report.
+Valid files take the C decoder's fast path plus cheap scans of the raw bytes (nesting, the
+digit runs that out-of-range numbers need, escaped surrogates); only a file
+those scans flag, or a failed decode, is searched token by token for the position to
+report.
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ _TOKEN = re.compile(_STRING + r"|([\[{])|([\]}])|(-?Infinity|NaN)"
 # digits or more, or with 210 digits before its point (its exponent then at most 99).
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789E", b"0000000000e")
 _SUSPECT_RUNS = (b"0" * 210, b"0e000", b"0e+000")
+# An escaped surrogate, of a pair or alone (telling them apart needs the string's tokens:
+# in JSON, "\\ud800" is a backslash and "ud800").
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _PARENS = bytes.maketrans(b"[]{}", b"()()")
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 
@@ -125,7 +130,7 @@ def _read_text(path: str) -> tuple[str, bytes]:
 def _suspect(data: bytes) -> bool:
     """Whether a file may break the number or nesting rules (False: it surely does not)."""
     numbers = data.translate(_DIGITS_AS_ZERO)
-    if any(run in numbers for run in _SUSPECT_RUNS):
+    if any(run in numbers for run in _SUSPECT_RUNS) or _SURROGATE_ESCAPE.search(data):
         return True
     # Brackets outside strings, as parentheses; each pass drops the innermost pairs, so the
     # result is empty exactly when they are balanced and at most MAX_DEPTH deep.
@@ -142,7 +147,11 @@ def _check_tokens(text: str) -> None:
     depth = 0
     for m in _TOKEN.finditer(text):
         opening, closing, constant, whole, rest = m.groups()
-        if opening:
+        if m.lastindex is None:  # a string
+            if "\\u" in m.group() and _lone_surrogate(m.group()):
+                raise _Problem(m.start(), "a string escapes half a surrogate pair (\\ud800 to "
+                                          "\\udfff alone), which is not Unicode text")
+        elif opening:
             depth += 1
             if depth > MAX_DEPTH:
                 raise _Problem(m.start(), f"arrays and objects nested more than {MAX_DEPTH} "
@@ -158,6 +167,16 @@ def _check_tokens(text: str) -> None:
         elif whole and rest and math.isinf(float(m.group())):
             raise _Problem(m.start(), f"the number {_short(m.group())} is too large for a "
                                       "float (about 1.8e308 at most)")
+
+
+def _lone_surrogate(token: str) -> bool:
+    try:
+        json.loads(token).encode("utf-8")
+    except json.JSONDecodeError:  # unterminated: the decoder reports it
+        return False
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _short(token: str) -> str:
@@ -196,7 +215,7 @@ def _decode(text: str, suspect: bool) -> Any:
         return json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_refuse)
     except _RepeatedKey:
         repeated = _repeated_key(text)
-        raise _Problem(repeated.start or 0, f"the key {repeated.key!r} appears twice in an "
+        raise _Problem(repeated.start or 0, f"the key {repeated.key!r} is repeated in an "
                                             "object") from None
     except json.JSONDecodeError:
         raise

@@ -34,7 +34,7 @@ def nested(depth: int) -> str:
 RULES = [
     ("deep", '{"a":\n' + DEEP + "}", 2, "{}\n\n" + DEEP + "\n", 3, "nested more than 64 deep"),
     ("repeated key", '{"a": 1,\n "b": [\n  {"c": 1, "c": 2}]}', 3,
-     '{}\n\n{"c": 1, "c": 2}\n', 3, "the key 'c' appears twice"),
+     '{}\n\n{"c": 1, "c": 2}\n', 3, "the key 'c' is repeated"),
     ("NaN", '{"a": [1,\n NaN]}', 2, "{}\n\n[NaN]\n", 3, "NaN is not a JSON number"),
     ("Infinity", '{"a":\n\n Infinity}', 3, '{}\n\n{"x": Infinity}\n', 3,
      "Infinity is not a JSON number"),
@@ -44,6 +44,8 @@ RULES = [
      "an integer of 5000 digits (at most 4300 are read)"),
     ("overflow", '{"a": [1,\n 1e999]}', 2, '{}\n\n{"x": 1e999}\n', 3,
      "the number 1e999 is too large for a float"),
+    ("lone surrogate", '{"a":\n "x\\ud800"}', 2, '{}\n\n["\\udc00"]\n', 3,
+     "a string escapes half a surrogate pair"),
 ]
 
 
@@ -220,10 +222,10 @@ def test_numbers_at_and_past_the_limits(tmp_path):
 
 def test_repeated_keys_name_the_line_of_their_object(tmp_path):
     path = write(tmp_path, '{"x": {"y": 1},\n "x": 2}')   # the outer object, line 1
-    assert error(load_json_file, path) == f"{path}, line 1: the key 'x' appears twice in an " \
+    assert error(load_json_file, path) == f"{path}, line 1: the key 'x' is repeated in an " \
                                           "object"
     path = write(tmp_path, '[{"k": 1},\n\n {"k": 1, "z": [\n{"k": 1, "k": 1}]}]')
-    assert error(load_json_file, path) == f"{path}, line 4: the key 'k' appears twice in an " \
+    assert error(load_json_file, path) == f"{path}, line 4: the key 'k' is repeated in an " \
                                           "object"
     assert load_json_file(write(tmp_path, '[{"k": 1}, {"k": 1}]')) == [{"k": 1}, {"k": 1}]
 
@@ -237,6 +239,16 @@ def test_utf8_and_the_bom(tmp_path):
     path = write(tmp_path, b'["ok",\n"\xc3\xa9",\n"\xc3"]')  # a truncated two-byte sequence
     assert error(load_json_file, path) == f"{path}, line 3: not UTF-8 text (invalid " \
                                           "continuation byte: byte 0xc3 at byte offset 14)"
+
+
+def test_surrogate_escapes(tmp_path):
+    # a pair is one character; an escaped backslash and "ud800" are text
+    assert load_json_file(write(tmp_path, '["\\ud83d\\ude00", "\\\\ud800"]')) == \
+        ["\U0001f600", "\\ud800"]
+    for text in ('"\\\\ud800\\udc00"', '"\\udc00\\ud800"', '"\\ud800\\ud800"', '"\\uDBFF"'):
+        path = write(tmp_path, "[1,\n" + text + "]")
+        assert error(load_json_file, path) == f"{path}, line 2: a string escapes half a " \
+            "surrogate pair (\\ud800 to \\udfff alone), which is not Unicode text", text
 
 
 def test_json_lines_numbering_and_line_ends(tmp_path):
