@@ -15,9 +15,8 @@ means it or refused with an :class:`~rfcircuits.errors.InputError` naming the fi
   out again), and arrays and objects nested more than :data:`MAX_DEPTH` deep are errors.
 
 Valid files take the C decoder's fast path plus cheap scans of the raw bytes (nesting, the
-digit runs that out-of-range numbers need, escaped surrogates); only a file
-those scans flag, or a failed decode, is searched token by token for the position to
-report.
+digit runs that out-of-range numbers need, escaped surrogates); only a file those scans
+flag, or a failed decode, is searched token by token for the position to report.
 """
 
 from __future__ import annotations
@@ -141,8 +140,8 @@ def _suspect(data: bytes) -> bool:
 
 
 def _check_tokens(text: str) -> None:
-    """Raise :class:`_Problem` at the first token that breaks the number, constant or nesting
-    rules."""
+    """Raise :class:`_Problem` at the first token that breaks the rules on numbers, constants,
+    surrogates or nesting."""
     int_limit = min(MAX_INT_DIGITS, sys.get_int_max_str_digits() or MAX_INT_DIGITS)
     depth = 0
     for m in _TOKEN.finditer(text):
