@@ -29,6 +29,7 @@ from typing import Any
 
 from rfcircuits.atomicio import write_json
 from rfcircuits.errors import InputError, check_choice
+from rfcircuits.jsonio import load_json_file, load_json_lines
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
@@ -585,25 +586,6 @@ def parse_states(feature: Feature, states: Any, fail: Callable[[str], InputError
     return mask
 
 
-def load_json_file(path: str | os.PathLike[str]) -> Any:
-    """Read a JSON document; errors name the file (and line/column for syntax errors)."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, expected a file") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: "
-                         f"{exc.msg}") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-
-
 def load_forest(path: str | os.PathLike[str]) -> Forest:
     """Load and validate a forest file."""
     return forest_from_json(load_json_file(path), source=os.fspath(path))
@@ -654,27 +636,10 @@ def instance_to_json(forest: Forest, x: Sequence[int]) -> dict[str, str]:
     return {f.name: f.states[s] for f, s in zip(forest.features, x)}
 
 
-def read_lines(path: str | os.PathLike[str]) -> list[str]:
-    """The lines of a UTF-8 text file; a missing or unreadable file is an :class:`InputError`."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read().splitlines()
-    except FileNotFoundError:
-        raise InputError(f"{os.fspath(path)}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{os.fspath(path)}: cannot read ({exc})") from None
-
-
 def load_instances(path: str | os.PathLike[str], forest: Forest) -> list[Instance]:
-    """Instances from a JSON Lines file; errors name the file and line."""
-    path = os.fspath(path)
-    out = []
-    for n, line in enumerate(read_lines(path), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {n}: invalid JSON ({exc.msg})") from None
-        out.append(parse_instance(forest, obj, where=f"{path}, line {n}"))
-    return out
+    """Instances from a JSON Lines file, at least one; errors name the file and line."""
+    lines = load_json_lines(path)
+    if not lines:
+        raise InputError(f"{os.fspath(path)}: holds no instances")
+    return [parse_instance(forest, line.value, where=f"{os.fspath(path)}, line {line.number}")
+            for line in lines]

@@ -55,9 +55,9 @@ from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import dumps
 from rfcircuits.forest import (TIES, Branching, Forest, Instance, Tree, forest_from_json,
-                               instance_to_json, load_forest, load_instances, load_json_file,
-                               read_lines)
+                               instance_to_json, load_forest, load_instances, load_json_file)
 from rfcircuits.formats import circuit_stem
+from rfcircuits.jsonio import load_json_lines
 from rfcircuits.progress import Progress
 from rfcircuits.terms import terms_json
 from rfcircuits.crosscheck import spec_examples
@@ -872,15 +872,11 @@ def _short(value: Any, limit: int = 200) -> str:
 
 
 def _read_lines(path: str) -> list[str]:
-    lines = read_lines(path)
-    for n, line in enumerate(lines, start=1):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {n}: invalid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InputError(f"{path}, line {n}: expected a JSON object")
-    return lines
+    lines = load_json_lines(path)
+    for line in lines:
+        if not isinstance(line.value, dict):
+            raise InputError(f"{path}, line {line.number}: expected a JSON object")
+    return [line.text for line in lines]
 
 
 def _line_difference(expected: str, ours: str) -> list[str]:

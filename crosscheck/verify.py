@@ -72,6 +72,7 @@ from rfcircuits.explain import Explainer
 from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation
 from rfcircuits.forest import Feature, Forest, Instance, check_ties, float32_floor, \
     instance_to_json, parse_instance
+from rfcircuits.jsonio import load_json_lines
 from rfcircuits.terms import Literal, Term, literal_text, make, term_json, term_text
 from rfcircuits.crosscheck.sat import SatOracle
 
@@ -102,25 +103,8 @@ STATUSES = ("ok", "unknown", "wrong", "missing", "disputed")
 
 
 def read_lines(path: str | os.PathLike[str]) -> list[tuple[int, Any]]:
-    """The non-empty lines of a JSON Lines file as ``(line number, parsed JSON)``."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    rows = []
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}, line {n}: invalid JSON ({exc.msg}, column {exc.colno})") \
-                from None
-    return rows
+    """The non-blank lines of a JSON Lines file as ``(line number, parsed JSON)``."""
+    return [(line.number, line.value) for line in load_json_lines(path)]
 
 
 def _is_number(value: Any) -> bool:
