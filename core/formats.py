@@ -26,7 +26,7 @@ SCHEMA_BASE = "https://rfcircuits.invalid/schemas/"
 #: The packaged schemas, by name (file ``schemas/<name>.schema.json``).
 SCHEMAS = ("common", "forest", "instance", "terms", "nnf", "dg", "explanation", "repro",
            "corpus-manifest", "compile-summary", "verify-input", "verify-report",
-           "fuzz-summary", "mutate-summary", "bench")
+           "fuzz-summary", "mutate-summary", "bench", "crosscheck-units")
 
 
 def circuit_stem(index: int, name: str) -> str:

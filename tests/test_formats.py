@@ -176,7 +176,7 @@ def test_the_complete_examples_of_the_format_guide_validate():
     schema_of = {"Forest files": "forest", "Instances": "instance",
                  "Literals, terms and clauses": "terms", "Circuit files": "circuit",
                  "Explanations": "explanation", "Compile summary": "compile-summary",
-                 "Fuzz summary": "fuzz-summary"}
+                 "Fuzz summary": "fuzz-summary", "Crosscheck units": "crosscheck-units"}
     text = (FIXTURES.parent / "docs" / "formats.md").read_text(encoding="utf-8")
     section, checked = "", set()
     for k, part in enumerate(text.split("```")):
@@ -327,10 +327,19 @@ def test_crosscheck_repro_file(tmp_path, monkeypatch, capsys):
     forest, instances = susan_files(tmp_path)
     monkeypatch.setattr(Explainer, "explain_states", planted_nr_drop)
     assert main(["crosscheck", "--forest", str(forest), "--instances", str(instances),
-                 "--repro", str(tmp_path / "r.json"), "--no-progress"]) == 1
+                 "--repro", str(tmp_path / "r.json"), "--no-progress", "--ties", "both",
+                 "--out", str(tmp_path / "units.jsonl")]) == 1
     capsys.readouterr()
     doc = json.loads((tmp_path / "r.json").read_text())
     assert_valid("repro", doc, "crosscheck --repro")
+    units = jsonl((tmp_path / "units.jsonl").read_text())
+    assert [(u["ties"], u["unit"]) for u in units] == [
+        ("first", "formulas"), ("first", 0), ("all", "formulas"), ("all", 0)]
+    for unit in units:
+        assert_valid("crosscheck-units", unit, "crosscheck --out")
+    assert any(d["check"] == "necessary_reasons" for d in units[1]["disagreements"])
+    assert problems("crosscheck-units", dict(units[0], instance=units[1]["instance"]))
+    assert problems("crosscheck-units", {k: v for k, v in units[1].items() if k != "instance"})
     assert {d["check"] for d in doc["disagreements"]} >= {"necessary_reasons"}
     for path, value in ((("disagreements",), KeyError), (("ties",), "both"),
                         (("disagreements", 0, "engines"), ["native"]),
