@@ -63,9 +63,10 @@ def check_output(path: str | os.PathLike[str]) -> None:
         _target(os.fspath(path))
 
 
-def output_dir(path: str | os.PathLike[str]) -> str:
-    """Make sure the output directory ``path`` exists: created if missing, but not its
-    parents (a typo in a parent is an error naming it, not a new tree of directories)."""
+def output_dir(path: str | os.PathLike[str], create: bool = True) -> str:
+    """Make sure the output directory ``path`` exists: created if missing (with ``create``;
+    else only checked for being creatable), but not its parents (a typo in a parent is an
+    error naming it, not a new tree of directories)."""
     path = os.fspath(path)
     if os.path.isdir(path):
         return path
@@ -74,8 +75,9 @@ def output_dir(path: str | os.PathLike[str]) -> str:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise InputError(f"{path}: directory {parent} does not exist")
-    with _naming(path):
-        os.mkdir(path)
+    if create:
+        with _naming(path):
+            os.mkdir(path)
     return path
 
 
@@ -189,10 +191,9 @@ class Records:
         try:
             while done < len(data):
                 done += os.write(self._fd, data[done:])
-        except BaseException:
-            if done:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, self.size)
+        except BaseException:  # no part of a record stays behind
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.size)
             raise
         self.size += done
         self.count += 1

@@ -644,6 +644,7 @@ def build(out: str, jobs: int = 1, progress: bool = True,
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         raise InputError(f"{out}: directory {parent} does not exist")
+    output_dir(failures_dir, create=False)  # refused now, not after the build
     partial = out + PARTIAL
     finished = _finished(partial) if resume else {}
     if not resume and os.path.exists(partial):

@@ -193,7 +193,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     """Check × engine table; exit 1 and a repro file on any disagreement. ``--out`` keeps
     each finished unit's checks (the class formulas, then each instance) as a JSON line, so
     that an interrupted run (finished units kept, exit 128 + signal) can be resumed."""
-    from rfcircuits.atomicio import record_output, write_json
+    from rfcircuits.atomicio import check_output, record_output, write_json
     from rfcircuits.crosscheck.fuzz import repro
     from rfcircuits.crosscheck.harness import Disagreement, Outcome, Report, crosscheck
 
@@ -217,6 +217,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     budget = max_nodes(args)
     if args.resume and not args.out:
         raise InputError("--resume needs --out FILE, where the interrupted run kept its checks")
+    check_output(args.repro)  # now, not after the whole run
     units = [(t, u) for t in ties_list
              for u in (([] if args.no_formulas else ["formulas"]) + list(range(len(instances))))]
     prior = {t: Report() for t in ties_list}
