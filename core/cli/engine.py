@@ -3,7 +3,7 @@ demo, bench.
 
 :func:`add_commands` registers them on an argparse sub-parser; :func:`run` executes a parsed
 command with the CLI's error policy: bad input → one message on stderr and exit 2, never a
-traceback; Ctrl-C → exit 130 after finished results were written. The console script lives
+traceback; Ctrl-C, SIGTERM, SIGHUP → exit 128 + signal, finished results kept. The console script lives
 in :mod:`rfcircuits.cli.main`, which adds the oracle commands.
 """
 

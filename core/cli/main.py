@@ -24,6 +24,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
                                load_instances, load_json_file, parse_instance)
+from rfcircuits.interrupts import exit_status
 from rfcircuits.progress import Progress
 
 
@@ -309,7 +310,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                    _oracles(args.oracles), progress=not args.no_progress)
     print(summary_json(summary) if args.json else summary_text(summary))
     if summary.interrupted:
-        return 130
+        return exit_status()
     return 1 if summary.failures else 0
 
 
