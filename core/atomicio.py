@@ -30,6 +30,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None  # type: ignore[assignment]
+
 from rfcircuits.errors import InputError
 
 #: Suffix of the file that holds a record output's finished records until it is complete.
@@ -223,12 +228,24 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
         return
     real = _target(path)[0]
     partial = real + PARTIAL
-    resumed, size = _resumed(partial, accept) if resume else ([], 0)
-    if not resume and os.path.exists(partial):
-        print(f"note: starting over; replacing the partial file {partial} of an earlier run "
-              "(--resume continues it instead)", file=sys.stderr)
+    existed = os.path.exists(partial)
     with _naming(partial):
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        _lock(fd, partial, path)
+        if resume:
+            resumed, size = _resumed(partial, accept)
+        else:
+            resumed, size = [], 0
+            if existed:
+                print(f"note: starting over; replacing the partial file {partial} of an earlier "
+                      "run (--resume continues it instead)", file=sys.stderr)
+    except BaseException:
+        os.close(fd)
+        if not existed:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+        raise
     records = Records(fd, None, resumed, size)
     try:
         with _naming(partial):
@@ -241,8 +258,9 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
             os.replace(partial, real)
     except BaseException:
         if records.size:
-            print(f"{records.count} finished {what} kept in {partial} (the previous {path} "
-                  "is untouched; --resume continues from them)", file=sys.stderr)
+            kept = f"the previous {path} is untouched; " if os.path.exists(real) else ""
+            print(f"{records.count} finished {what} kept in {partial} ({kept}--resume "
+                  "continues from them)", file=sys.stderr)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
@@ -251,17 +269,26 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
         os.close(fd)
 
 
+def _lock(fd: int, partial: str, path: str) -> None:
+    """One run at a time writes a target: a second one would interleave its records."""
+    if fcntl is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise InputError(f"{path}: another run is writing it now (it holds {partial})") from None
+
+
 def _resumed(partial: str, accept: Callable[[list[str]], None] | None) -> tuple[list[str], int]:
     """The whole lines of an earlier partial file and their size in bytes (none if there is
     no partial file)."""
     try:
         with open(partial, "rb") as handle:
             data = handle.read()
-    except FileNotFoundError:
-        print(f"note: no partial file {partial}; starting from the beginning", file=sys.stderr)
-        return [], 0
     except OSError as exc:
         raise InputError(f"{partial}: cannot read ({exc.strerror})") from None
+    if not data:
+        print(f"note: no partial file {partial}; starting from the beginning", file=sys.stderr)
     size = data.rfind(b"\n") + 1  # a line cut by a kill mid-write is not a finished record
     try:
         lines = data[:size].decode("utf-8").splitlines()

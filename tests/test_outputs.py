@@ -122,6 +122,16 @@ def test_a_failed_write_is_cut_back_to_the_last_whole_record(tmp_path, monkeypat
     assert (tmp_path / ("e.jsonl" + PARTIAL)).read_text() == "first\n"
 
 
+def test_one_run_at_a_time_writes_a_target(tmp_path):
+    with record_output(tmp_path / "e.jsonl") as out:
+        out.write("first run\n")
+        with pytest.raises(InputError, match="another run is writing it now"):
+            with record_output(tmp_path / "e.jsonl"):
+                pass
+        out.write("still the first run\n")
+    assert (tmp_path / "e.jsonl").read_text() == "first run\nstill the first run\n"
+
+
 def test_resume_needs_a_regular_file():
     with pytest.raises(InputError, match="--resume needs --out FILE"):
         with record_output(None, resume=True):
