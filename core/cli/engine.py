@@ -56,8 +56,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_no_progress(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-progress", action="store_true",
-                   help="draw no progress bar on stderr")
+    """``-q/--quiet`` (alias ``--no-progress``, the older name): no progress on stderr, which
+    then holds only errors and warnings; the flag is ``args.no_progress``."""
+    p.add_argument("-q", "--quiet", "--no-progress", dest="no_progress", action="store_true",
+                   help="print no progress on stderr (only errors and warnings)")
 
 
 def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
@@ -146,6 +148,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
     add_counter(p)
     add_max_nodes(p)
+    add_no_progress(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
 
 
@@ -344,11 +347,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
     what = parse_what(args.what)
-    explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args))
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_open(args.out, keep_partial=True)) if args.out \
             else sys.stdout
-        progress = stack.enter_context(Progress("instances", enabled=not args.no_progress))
+        progress = stack.enter_context(Progress("compiling", enabled=not args.no_progress))
+        explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args), progress=progress)
+        if instances:  # up front, so that the bar shows the compile apart
+            explainer.compile()
+        progress.stage("instances", len(instances))
         for done, x in enumerate(instances, start=1):
             out.write(explainer.explain_states(x, what).to_line() + "\n")
             out.flush()
