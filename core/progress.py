@@ -35,9 +35,10 @@ if hasattr(os, "register_at_fork"):
 
 def _period() -> float:
     try:
-        return float(os.environ.get(PERIOD_ENV, PERIOD))
+        period = float(os.environ.get(PERIOD_ENV, PERIOD))
     except ValueError:
         return PERIOD
+    return period if period > 0 else PERIOD
 
 
 class Progress:
@@ -48,14 +49,16 @@ class Progress:
     message without breaking the bar.
 
     Elapsed time always shows, remaining time once a step is done and some remain, and never
-    a rate (steps differ too much in length for one)."""
+    a rate (steps differ too much in length for one). ``period``: seconds between redraws on a
+    terminal (default :data:`TICK`), between lines otherwise (default :data:`PERIOD`, or the
+    environment's :data:`PERIOD_ENV`)."""
 
     def __init__(self, label: str, enabled: bool = True, *, file: IO[str] | None = None,
                  period: float | None = None) -> None:
         self.enabled = enabled
         self._file = file or sys.stderr
         self._tty = self._file.isatty()
-        self._period = TICK if self._tty else (_period() if period is None else period)
+        self._period = period or (TICK if self._tty else _period())
         self._bar: tqdm | None = None
         self._drawn = 0.0
         self._stop = threading.Event()

@@ -252,7 +252,7 @@ class Crosscheck:
         progress = self.progress
         self._stage("compiling nnf")
         forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
-                                   lambda: compile_nnf(forest, ties, progress))
+                                   lambda: compile_nnf(forest, ties, progress=progress))
         # One compile serves both forms: Alg. 3A's keeps Alg. 3B's conjuncts (roots_3b), and
         # the explanations reuse them (a large forest's graphs are compiled once, not thrice).
         self._stage("compiling dg")
