@@ -137,7 +137,7 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
     for w in workers:
         w.start()
     running = jobs
-    bar = Progress("fuzz", enabled=progress)
+    bar = Progress("fuzz seconds", enabled=progress)
     try:
         while running:
             try:

@@ -726,6 +726,8 @@ def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[i
         where.setdefault(tuple(x), []).append(p)
     report = VerifyReport(forest, source, ties, by)
     with Verifier(forest, ties, gnr_limit, oracle_only, max_nodes) as verifier:
+        if progress:  # the count, while the first line compiles the class formulas
+            progress(0, len(claims))
         for k, claim in enumerate(claims):
             positions = where.get(claim.instance, []) if by == "instance" else [k + 1]
             report.lines.append(verifier.grade(claim, positions))
