@@ -347,11 +347,12 @@ def cmd_explain(args: argparse.Namespace) -> int:
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
     what = parse_what(args.what)
+    budget = max_nodes(args)
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(atomic_open(args.out, keep_partial=True)) if args.out \
             else sys.stdout
         progress = stack.enter_context(Progress("compiling", enabled=not args.no_progress))
-        explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args), progress=progress)
+        explainer = Explainer(forest, args.ties, max_nodes=budget, progress=progress)
         if instances:  # up front, so that the bar shows the compile apart
             explainer.compile()
         progress.stage("instances", len(instances))
