@@ -24,7 +24,8 @@
  *
  * Limits. Node creation checks max_nodes; every 64k Apply steps or node creations the store
  * checks CLOCK_MONOTONIC (the clock of time.monotonic() on Linux) against the deadline and
- * calls PyErr_CheckSignals() so that Ctrl-C interrupts a long Apply. Budget errors raise the
+ * calls PyErr_CheckSignals() so that Ctrl-C interrupts a long Apply, and releases the GIL for
+ * a moment so that other threads (a progress bar) run during one. Budget errors raise the
  * exception class given by the facade (BudgetExceeded) with the facade's messages.
  */
 
@@ -348,11 +349,15 @@ static double monotonic_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Count one unit of work; every TICK_MASK + 1 units check signals and the deadline. */
+/* Count one unit of work; every TICK_MASK + 1 units check signals and the deadline, and let
+ * other Python threads run for a moment (a progress bar's clock; they must not use this
+ * store meanwhile: a call of it may be half done). */
 static int tick(Store *S)
 {
     if ((++S->ticks & TICK_MASK) != 0)
         return 0;
+    Py_BEGIN_ALLOW_THREADS
+    Py_END_ALLOW_THREADS
     if (PyErr_CheckSignals() < 0)
         return -1;
     if (S->has_deadline && monotonic_now() > S->deadline) {

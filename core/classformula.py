@@ -22,7 +22,7 @@ feasible states).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -149,11 +149,11 @@ class NNFCompilation:
 
 
 def compile_nnf(forest: Forest, ties: str = "first",
-                progress: Callable[[int, int], None] | None = None) -> NNFCompilation:
+                progress: Callable[[int, int, Sized], None] | None = None) -> NNFCompilation:
     """Paper Alg. 3: every class formula ``R^c`` as an NNF circuit.
 
-    ``progress(done, total)`` is called after each comparison network. Per-class seconds
-    include an even share of the tree-formula stage, so they add up to the total.
+    ``progress(done, total, nnf)`` is called after each comparison network (``len(nnf)``:
+    the nodes so far). Per-class seconds include an even share of the tree stage: they add up.
     """
     check_ties(ties)
     start = time.perf_counter()
@@ -176,7 +176,7 @@ def compile_nnf(forest: Forest, ties: str = "first",
             parts.append(pair_outputs(pos, neg, cmp.i, cmp.j, [cmp.strict], ops)[0])
             done += 1
             if progress:
-                progress(done, total)
+                progress(done, total, nnf)
         roots.append(nnf.conj(parts))
         seconds.append(time.perf_counter() - t0 + shared)
     return NNFCompilation(nnf, roots, seconds)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 
 from rfcircuits.apply import Apply
@@ -92,13 +92,14 @@ class DGCompilation:
 def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
                apply: str = "ordered", order: str | Sequence[int] = "auto",
                max_nodes: int | None = None, timeout: float | None = None,
-               progress: Callable[[int, int], None] | None = None,
+               progress: Callable[[int, int, Sized], None] | None = None,
                counter: str | None = None) -> DGCompilation:
     """Alg. 3B (``form="dg-conj"``) or Alg. 3A (``form="dg"``) for every class.
 
     Per-class seconds: the shared tree stage split evenly, plus each pair network split
     between its two classes, plus (3A) that class's final conjunction. ``counter`` defaults
     to ``topdown`` with ordered Apply and to ``totalizer`` with generic Apply.
+    ``progress(done, total, dg)`` is called before and after each pair network.
     """
     check_ties(ties)
     if form not in ("dg", "dg-conj"):
@@ -156,7 +157,7 @@ def tree_code(tree: Tree) -> bytes:
 
 def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
              max_nodes: int | None, timeout: float | None,
-             progress: Callable[[int, int], None] | None, counter: str,
+             progress: Callable[[int, int, Sized], None] | None, counter: str,
              start: float) -> DGCompilation:
     """:func:`compile_dg` under the order ``ranks``; the seconds since ``start`` (choosing the
     order) count as the tree stage's."""
@@ -194,6 +195,8 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
     conjuncts: list[list[int]] = [[] for _ in range(k)]
     live = len(dg)
     collected = 0
+    if progress:  # the tree stage's nodes (dg's len), while the first network runs
+        progress(0, len(needed), dg)
     for done, ((a, b), wants) in enumerate(needed.items(), start=1):
         t0 = time.perf_counter()
         graphs = pair_outputs(pos, neg, a, b, [strict for strict, _, _ in wants], ops, counter)
@@ -211,7 +214,7 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
         seconds[b] += took
         dg.check_budget()
         if progress:
-            progress(done, len(needed))
+            progress(done, len(needed), dg)
     extra = [0.0] * k
     roots_3b = [list(c) for c in conjuncts]
     if form == "dg":

@@ -31,7 +31,7 @@ their states by :mod:`rfcircuits.inputs`), :meth:`Explainer.explain_many` a tabl
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -117,6 +117,10 @@ class Explainer:
         this many nodes (None: no limit).
     compiled : optional
         This forest's class formulas, compiled already by the caller (the checks do).
+    progress : callable, optional
+        Called as the class formulas compile: ``progress(done, total, dg)`` before and after
+        each pair network (``len(dg)``: the nodes so far), as by
+        :func:`rfcircuits.dgcompile.compile_dg`; a :class:`rfcircuits.progress.Progress` draws it.
 
     Invalid options raise :class:`rfcircuits.InputError` naming the valid values.
     """
@@ -124,7 +128,8 @@ class Explainer:
     def __init__(self, forest: Forest, ties: Ties = "first", *, sr_method: SrMethod = "dual",
                  order: Order | Sequence[int] = "auto", robust_method: RobustMethod = "search",
                  max_nodes: int | None = None, nr_method: NrMethod = "auto",
-                 compiled: DGCompilation | None = None) -> None:
+                 compiled: DGCompilation | None = None,
+                 progress: Callable[[int, int, Sized], None] | None = None) -> None:
         if not isinstance(forest, Forest):
             raise InputError(f"Explainer takes a Forest, not a {type(forest).__name__} (a "
                              "scikit-learn model converts with rfcircuits.from_sklearn)")
@@ -146,6 +151,7 @@ class Explainer:
         #: Alg. 3B's class formulas of this forest and tie policy from ordered Apply, when
         #: the caller has compiled them already (the crosscheck harness checks them first).
         self._given = compiled
+        self._progress = progress
         self._compiled: DGCompilation | None = None
         self._apply: Apply | None = None
         self._negated: dict[int, int] = {}
@@ -157,7 +163,7 @@ class Explainer:
         its projections compiled)."""
         if self._compiled is None:
             comp = self._given or compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
-                                             max_nodes=self.max_nodes)
+                                             max_nodes=self.max_nodes, progress=self._progress)
             self._compiled = comp
             self._apply = Apply(comp.dg)
             for roots in comp.roots:

@@ -31,6 +31,7 @@ from typing import Any
 from rfcircuits.atomicio import output_dir, write_json
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
+from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
 from rfcircuits.crosscheck.shrink import shrink
 from rfcircuits.crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
@@ -138,7 +139,7 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
     for w in workers:
         w.start()
     running = jobs
-    shown = 0.0
+    bar = Progress("fuzz seconds", enabled=progress)
     try:
         while running:
             try:
@@ -155,13 +156,11 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
             summary.checks += checks
             summary.failures.extend(saved)
             for path in saved:
-                print(f"[fuzz] FAILURE saved to {path}", file=sys.stderr, flush=True)
-            if progress and time.monotonic() - shown > 0.5:
-                shown = time.monotonic()
-                rate = summary.cases / max(1e-9, shown - start)
-                print(f"\r[fuzz] {summary.cases} cases, {summary.checks} checks, "
-                      f"{len(summary.failures)} failures, {rate:.1f} cases/s",
-                      end="", file=sys.stderr, flush=True)
+                bar.write(f"[fuzz] FAILURE saved to {path}")
+            # the seconds spent out of the budget: tqdm's remaining time is then the budget's
+            bar.note(f"{summary.cases} cases, {summary.checks} checks, "
+                     f"{len(summary.failures)} failures")
+            bar(min(round(time.monotonic() - start), round(seconds)), round(seconds))
     except KeyboardInterrupt:
         summary.interrupted = True
         for w in workers:  # SIGTERM: a worker stops as on Ctrl-C (its handlers are inherited)
@@ -172,8 +171,7 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
             w.join(timeout=5)
             if w.is_alive():
                 w.terminate()
-        if progress:
-            print(file=sys.stderr)
+        bar.close()
         summary.seconds = time.monotonic() - start
     return summary
 

@@ -40,6 +40,7 @@ from rfcircuits.projections import MAX_FEATURES
 from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
 from rfcircuits.forest import Forest, Instance, instance_to_json
 from rfcircuits.nnf import NNF
+from rfcircuits.progress import Progress
 from rfcircuits.robustness import flips
 from rfcircuits.terms import term_json, variables
 from rfcircuits.crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
@@ -184,7 +185,7 @@ class Crosscheck:
 
     def __init__(self, forest: Forest, ties: str = "first",
                  oracles: Sequence[str] = ORACLES, seed: int = 0,
-                 max_nodes: int | None = None) -> None:
+                 max_nodes: int | None = None, progress: Progress | None = None) -> None:
         unknown = sorted(set(oracles) - set(ORACLES))
         if unknown:
             raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
@@ -199,7 +200,13 @@ class Crosscheck:
         self.native_stopped: str | None = None
         #: Alg. 3B's class formulas as :meth:`class_formulas` compiled and checked them.
         self.compiled_3b: DGCompilation | None = None
+        #: Where the stages and the native compiles are reported (None: nowhere).
+        self.progress = progress
         self._oracle: dict[str, Any] = {}
+
+    def _stage(self, text: str, total: int | None = None) -> None:
+        if self.progress is not None:
+            self.progress.stage(f"ties {self.ties}: {text}", total)
 
     # -- building engines -----------------------------------------------------------------------
 
@@ -252,20 +259,25 @@ class Crosscheck:
     def class_formulas(self) -> None:
         forest, ties, budget = self.forest, self.ties, self.max_nodes
         forms: dict[str, Any] = {}
+        progress = self.progress
+        self._stage("compiling nnf")
         forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
-                                   lambda: compile_nnf(forest, ties))
+                                   lambda: compile_nnf(forest, ties, progress=progress))
         # One compile serves both forms: Alg. 3A's keeps Alg. 3B's conjuncts (roots_3b), and
         # the explanations reuse them (a large forest's graphs are compiled once, not thrice).
+        self._stage("compiling dg")
         both = self._guard("formula dg-conj", ("native", "-"), None,
-                           lambda: compile_dg(forest, ties, "dg", max_nodes=budget))
+                           lambda: compile_dg(forest, ties, "dg", max_nodes=budget,
+                                              progress=progress))
         forms["dg-conj"] = self.compiled_3b = None if both is None else replace(
             both, form="dg-conj", roots=both.roots_3b)
         forms["dg"] = self._guard("formula dg", ("native", "-"), None, lambda: both)
         if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
+            self._stage("compiling dg-conj alg4")
             forms["dg-conj alg4"] = self._guard(
                 "formula dg-conj alg4", ("native", "-"), None,
                 lambda: compile_dg(forest, ties, "dg-conj", apply="generic",
-                                   max_nodes=budget))
+                                   max_nodes=budget, progress=progress))
         if forms["dg"] is not None:
             # Alg. 3A folds each class formula into one graph (the form CEs are negated from).
             shapes = [len(roots) for roots in forms["dg"].roots]
@@ -280,6 +292,7 @@ class Crosscheck:
                 continue
             check = f"formula {form}"
             for name in self.oracles:
+                self._stage(f"class formulas {form} against {name}")
                 oracle = self.oracle(name)
                 if isinstance(oracle, str):
                     self.report.skip(check, name, oracle)
@@ -366,6 +379,7 @@ class Crosscheck:
                    else (explainer.sr_method, explainer.robust_method, explainer.nr_method)
                    for i, x in enumerate(instances)]
         todo = range(start, len(instances))
+        self._stage("instances", len(instances))
         if jobs <= 1 or len(todo) <= 1 or not can_fork():
             report = self.report
             for i in todo:
@@ -611,14 +625,16 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
                start: int = 0, on_unit: OnUnit | None = None) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
-    ``progress(done, total)`` is called per instance; ``jobs`` worker processes share the
+    ``progress(done, total)`` is called per instance (a :class:`Progress` also shows each
+    stage and the compiles); ``jobs`` worker processes share the
     instances. Ctrl-C returns the report so far, marked ``interrupted`` (the checks of
     finished instances are kept).
 
     A resumed run starts at instance ``start``; ``on_unit(unit, outcomes, disagreements)``
     receives the checks of each finished unit — ``"formulas"``, then each instance index in
     order — for the caller to keep."""
-    run = Crosscheck(forest, ties, oracles, seed, max_nodes)
+    run = Crosscheck(forest, ties, oracles, seed, max_nodes,
+                     progress if isinstance(progress, Progress) else None)
     try:
         if formulas:
             run.class_formulas()

@@ -63,7 +63,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -692,10 +692,12 @@ class Verifier:
 
 def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[int, Any]],
            ties: str = "first", source: str = "explanations", gnr_limit: int = GNR_LIMIT,
-           oracle_only: Iterable[str] = (), max_nodes: int | None = None) -> VerifyReport:
+           oracle_only: Iterable[str] = (), max_nodes: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> VerifyReport:
     """Grade the lines ``rows`` (``(line number, parsed JSON)``) of an explanations file
     against the forest and its instances (module docstring); fields in ``oracle_only`` are
-    graded by the SAT oracle alone; ``max_nodes`` bounds the native engine's graphs."""
+    graded by the SAT oracle alone; ``max_nodes`` bounds the native engine's graphs;
+    ``progress(done, total)`` is called per line graded."""
     check_ties(ties)
     oracle_only = frozenset(oracle_only)
     unknown = sorted(oracle_only - set(WHAT_OF))
@@ -708,9 +710,13 @@ def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[i
         where.setdefault(tuple(x), []).append(p)
     report = VerifyReport(forest, source, ties, by)
     with Verifier(forest, ties, gnr_limit, oracle_only, max_nodes) as verifier:
+        if progress:  # the count, while the first line compiles the class formulas
+            progress(0, len(claims))
         for k, claim in enumerate(claims):
             positions = where.get(claim.instance, []) if by == "instance" else [k + 1]
             report.lines.append(verifier.grade(claim, positions))
+            if progress:
+                progress(k + 1, len(claims))
     answered = {p for r in report.lines for p in r.positions}
     report.missing_instances = [(p, tuple(x)) for p, x in enumerate(instances, start=1)
                                 if p not in answered]

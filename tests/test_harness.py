@@ -491,8 +491,8 @@ def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
 
     real = harness.compile_nnf
 
-    def swapped(forest, ties):  # each class gets the other's formula (two classes)
-        comp = real(forest, ties)
+    def swapped(forest, ties, **kw):  # each class gets the other's formula (two classes)
+        comp = real(forest, ties, **kw)
         return dataclasses.replace(comp, roots=comp.roots[::-1])
 
     monkeypatch.setattr(harness, "compile_nnf", swapped)

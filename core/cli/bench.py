@@ -72,7 +72,8 @@ def configurations(table: dict[str, dict[str, float]], args: argparse.Namespace
     for name in selected(table, args.datasets):
         ref = table[name]
         trees = args.trees or int(ref["T"])
-        print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
+        if not args.no_progress:
+            print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
         yield name, ref, trees, train(args.data_dir, name, trees, args.seed)
 
 
@@ -269,12 +270,12 @@ def bench_explain(args: argparse.Namespace) -> int:
     rows4 = []
     for name, ref, trees, trained in configurations(paper.TABLE3, args):
         forest = trained.forest
-        explainer = Explainer(forest, max_nodes=args.node_budget)
-        print(f"[bench] {name}: compiling", file=sys.stderr, flush=True)
         start = time.perf_counter()
         multi = name in paper.TABLE4
         try:
-            explainer.compile(negated=multi)
+            with Progress(f"{name}: compiling", enabled=not args.no_progress) as progress:
+                explainer = Explainer(forest, max_nodes=args.node_budget, progress=progress)
+                explainer.compile(negated=multi)
         except BudgetExceeded as exc:
             stopped(table3, {"dataset": name, "t": trees}, exc)
             continue
@@ -283,7 +284,8 @@ def bench_explain(args: argparse.Namespace) -> int:
         what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())
         timing, expand = Timings(), Timings()
         counts = {"sr": 0, "nr": 0, "sgnr": 0, "ce": 0, "r": 0, "robust": 0}
-        with _frozen() as freeze, Progress(f"{name}: instances") as progress:
+        with _frozen() as freeze, Progress(f"{name}: instances",
+                                           enabled=not args.no_progress) as progress:
             for i, x in enumerate(instances):
                 progress(i, len(instances))
                 with _no_gc():

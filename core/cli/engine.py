@@ -58,8 +58,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_no_progress(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--no-progress", action="store_true",
-                   help="draw no progress bar on stderr")
+    """``-q/--quiet`` (alias ``--no-progress``, the older name): no progress on stderr, which
+    then holds only errors and warnings; the flag is ``args.no_progress``."""
+    p.add_argument("-q", "--quiet", "--no-progress", dest="no_progress", action="store_true",
+                   help="print no progress on stderr (only errors and warnings)")
 
 
 def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
@@ -149,6 +151,7 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
     add_counter(p)
     add_max_nodes(p)
+    add_no_progress(p)
     p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
 
 
@@ -362,7 +365,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
     what = parse_what(args.what)
-    explainer = Explainer(forest, args.ties, max_nodes=max_nodes(args))
+    budget = max_nodes(args)
     keys = {*HEADER_KEYS, *(WHAT_FIELDS[k] for k in what)}
 
     def accept(lines: list[str]) -> None:  # a partial file of this very run, or refuse it
@@ -381,7 +384,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                  "remove the file or run without --resume")
 
     with record_output(args.out, args.resume, accept, "explanations") as out, \
-            Progress("instances", enabled=not args.no_progress) as progress:
+            Progress("compiling", enabled=not args.no_progress) as progress:
+        explainer = Explainer(forest, args.ties, max_nodes=budget, progress=progress)
+        if len(instances) > len(out.resumed):  # up front: the bar shows the compile apart
+            explainer.compile()
+        progress.stage("instances", len(instances))
         for done, x in enumerate(instances[len(out.resumed):], start=len(out.resumed) + 1):
             out.write(explainer.explain_states(x, what).to_line() + "\n")
             progress(done, len(instances))

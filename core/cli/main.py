@@ -127,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "forests whose class formulas exceed --max-nodes; default: none)")
     add_max_nodes(p)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_no_progress(p)
     p.set_defaults(handler=cmd_verify)
 
     p = sub.add_parser("verify-pyxai", help="run PyXAI on a scikit-learn forest and verify its "
@@ -260,7 +261,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
             todo = [u for t, u in units[resumed:] if t == ties]
             report = prior[ties]
             if todo:
-                with Progress(f"ties {ties}: instances", enabled=not args.no_progress) as bar:
+                with Progress(f"ties {ties}", enabled=not args.no_progress) as bar:
                     new = crosscheck(
                         forest, instances, ties, oracles, what,
                         formulas="formulas" in todo, max_nodes=budget, progress=bar,
@@ -327,8 +328,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise InputError("--gnr-limit must be non-negative")
     oracle_only = list(WHAT_OF) if args.oracle_only.strip() == "all" else \
         [n.strip() for n in args.oracle_only.split(",") if n.strip()]
-    report = verify(forest, instances, rows, args.ties, args.explanations, limit, oracle_only,
-                    max_nodes(args))
+    with Progress("grading lines", enabled=not args.no_progress) as progress:
+        report = verify(forest, instances, rows, args.ties, args.explanations, limit,
+                        oracle_only, max_nodes(args), progress)
     print(json.dumps(report.to_json(), ensure_ascii=False) if args.json else report.text())
     return 0 if report.ok else 1
 
