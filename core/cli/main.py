@@ -21,6 +21,7 @@ from rfcircuits.atomicio import PARTIAL
 from rfcircuits.cli.engine import (Parser, add_commands, add_max_nodes, add_no_progress,
                                    add_resume, max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
+from rfcircuits.interrupts import exit_status
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
                                load_instances, load_json_file, parse_instance)
@@ -308,7 +309,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                    _oracles(args.oracles), progress=not args.no_progress)
     print(summary_json(summary) if args.json else summary_text(summary))
     if summary.interrupted:
-        return 130
+        return exit_status()
     return 1 if summary.failures else 0
 
 
