@@ -505,6 +505,8 @@ def build_case(spec: CaseSpec) -> CaseResult:
     oracles = {}
     for ties in TIES:
         report = crosscheck(forest, instances, ties, ORACLES)
+        if report.interrupted:  # Ctrl-C: a partial report confirms nothing
+            raise KeyboardInterrupt
         oracles[ties] = confirmations(report)
         if not report.ok:
             result.failures.extend(
@@ -651,7 +653,7 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         print(f"note: starting over; removing the partial build {partial} of an earlier run "
               "(--resume continues it instead)", file=sys.stderr)
         shutil.rmtree(partial)
-    if not os.path.isdir(partial):
+    if not os.path.exists(os.path.join(partial, PARTIAL_VERSIONS)):
         write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
     summary = BuildSummary()
     with pool_of(jobs) as pool:
@@ -720,6 +722,8 @@ def _finished(partial: str) -> dict[str, CaseResult]:
         print(f"note: no partial build {partial}; starting from the beginning", file=sys.stderr)
         return {}
     stamp = os.path.join(partial, PARTIAL_VERSIONS)
+    if not os.listdir(partial):  # a build killed before it wrote its first file
+        return {}
     if not os.path.exists(stamp) or load_json_file(stamp) != versions():
         raise InputError(f"{partial}: a partial build of other package versions; remove it "
                          "or build without --resume")
@@ -921,6 +925,8 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = ()) ->
     _check_circuits(case_dir, forest, entry["circuits"].get("files", []), result)
     for ties in TIES if oracles else ():
         report = crosscheck(forest, instances, ties, oracles)
+        if report.interrupted:
+            raise KeyboardInterrupt
         result.oracle_checks += report.checks()
         result.mismatches.extend(
             f"{case_id} (ties {ties}): {d.check} ({' vs '.join(d.engines)})"

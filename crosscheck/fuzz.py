@@ -120,13 +120,16 @@ def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
             k += jobs
     except KeyboardInterrupt:
         pass
+    except OSError as exc:  # a failure file that cannot be written: the parent reports it
+        results.put(exc)
     results.put(None)
 
 
 def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
          oracles: tuple[str, ...] = ORACLES, progress: bool = True) -> Summary:
     """Run cases for ``seconds`` on ``jobs`` processes; failures land in ``out_dir``. A
-    signal stops the workers at once; the failures already saved are complete files."""
+    signal stops the workers at once; the failures already saved are complete files. A
+    failure file that cannot be written (a full disk) stops the run with its OSError."""
     output_dir(out_dir)
     summary = Summary()
     start = time.monotonic()
@@ -151,6 +154,8 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
             if item is None:
                 running -= 1
                 continue
+            if isinstance(item, OSError):
+                raise item
             _, checks, saved = item
             summary.cases += 1
             summary.checks += checks
@@ -161,11 +166,13 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
             bar.note(f"{summary.cases} cases, {summary.checks} checks, "
                      f"{len(summary.failures)} failures")
             bar(min(round(time.monotonic() - start), round(seconds)), round(seconds))
-    except KeyboardInterrupt:
-        summary.interrupted = True
+    except (KeyboardInterrupt, OSError) as exc:
+        summary.interrupted = isinstance(exc, KeyboardInterrupt)
         for w in workers:  # SIGTERM: a worker stops as on Ctrl-C (its handlers are inherited)
             if w.is_alive():
                 w.terminate()
+        if not summary.interrupted:
+            raise
     finally:
         for w in workers:
             w.join(timeout=5)

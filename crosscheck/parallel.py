@@ -3,15 +3,21 @@ its block, and a map that reports each result as it completes.
 
 Ctrl-C (and SIGTERM, SIGHUP: :mod:`rfcircuits.interrupts`) is the parent's to handle: workers
 ignore SIGINT and die of SIGTERM and SIGHUP as plain processes do, and the parent terminates
-them when it leaves the pool's block. A worker that sees KeyboardInterrupt anyway (a solver library's own
+them when it leaves the pool's block. Workers run in a process group of their own, so that a
+signal to the command's group (a closed terminal, ``kill -TERM -PGID``) reaches the parent
+alone: a worker it killed while waiting for a task would take the pool's task lock with it,
+and the parent's shutdown would wait for that lock forever. On Linux, workers die with the
+parent, also when it is killed (SIGKILL), instead of waiting for tasks forever. A worker that sees KeyboardInterrupt anyway (a solver library's own
 SIGINT handler, as PySAT installs during a call) passes it on as a result, and the parent
 raises it, instead of the worker dying and the parent waiting for its result forever."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import multiprocessing
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -36,17 +42,29 @@ def pool(jobs: int) -> Iterator[Pool | None]:
         yield None
         return
     ctx = multiprocessing.get_context("fork" if can_fork() else "spawn")
-    with ctx.Pool(jobs, initializer=_leave_signals) as workers:
+    with ctx.Pool(jobs, initializer=_leave_signals, initargs=(os.getpid(),)) as workers:
         yield workers
 
 
-def _leave_signals() -> None:
+#: prctl(2) option: the signal a process gets when its parent dies (Linux).
+_PR_SET_PDEATHSIG = 1
+
+
+def _leave_signals(parent: int) -> None:
     """Forked workers inherit the parent's handlers, which would turn the SIGTERM that
-    ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback."""
+    ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback; and its process group
+    (module docstring)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    if hasattr(os, "setpgid"):
+        os.setpgid(0, 0)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl
+            os._exit(1)
 
 
 class _Interrupted:
