@@ -111,8 +111,11 @@ class _Temporary:
                                   0o600)
                 self.dir_fd = os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC)
         if self.fd < 0:
-            self.fd, self.name = tempfile.mkstemp(prefix=".tmp-", suffix="-" + self.base,
-                                                  dir=self.directory)
+            try:
+                self.fd, self.name = tempfile.mkstemp(prefix=".tmp-", suffix="-" + self.base,
+                                                      dir=self.directory)
+            except OSError as exc:  # named after the target, not a temporary name
+                raise OSError(exc.errno, exc.strerror, real) from None
 
     def publish(self, real: str) -> None:
         """Rename the (still open) file over ``real``."""
@@ -256,12 +259,13 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
             yield records
             os.fsync(fd)
             os.replace(partial, real)
+            records.size = -1  # complete: a signal from now on has nothing to keep
     except BaseException:
-        if records.size:
+        if records.size > 0:
             kept = f"the previous {path} is untouched; " if os.path.exists(real) else ""
             print(f"{records.count} finished {what} kept in {partial} ({kept}--resume "
                   "continues from them)", file=sys.stderr)
-        else:
+        elif records.size == 0:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
         raise

@@ -32,6 +32,7 @@ oracles re-confirm. Output is deterministic: fixed seeds, canonical JSON, no tim
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import itertools
 import json
@@ -649,30 +650,38 @@ def build(out: str, jobs: int = 1, progress: bool = True,
     output_dir(failures_dir, create=False)  # refused now, not after the build
     partial = out + PARTIAL
     finished = _finished(partial) if resume else {}
-    if not resume and os.path.exists(partial):
-        print(f"note: starting over; removing the partial build {partial} of an earlier run "
-              "(--resume continues it instead)", file=sys.stderr)
-        shutil.rmtree(partial)
-    if not os.path.exists(os.path.join(partial, PARTIAL_VERSIONS)):
-        write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
+    try:
+        if not resume and os.path.exists(partial):
+            print(f"note: starting over; removing the partial build {partial} of an earlier "
+                  "run (--resume continues it instead)", file=sys.stderr)
+            shutil.rmtree(partial)
+        if not os.path.exists(os.path.join(partial, PARTIAL_VERSIONS)):
+            write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
+        _remove_stale(out)
+        return _build(out, jobs, progress, failures_dir, partial, finished)
+    except BaseException:
+        if os.path.isdir(partial):
+            kept = len([n for n in os.listdir(partial) if n != PARTIAL_VERSIONS])
+            print(f"{kept} finished cases kept in {partial} (the previous {out} is untouched; "
+                  "--resume continues from them)", file=sys.stderr)
+        raise
+
+
+def _build(out: str, jobs: int, progress: bool, failures_dir: str, partial: str,
+           finished: dict[str, CaseResult]) -> BuildSummary:
+    """:func:`build` once its target and partial directory are settled."""
     summary = BuildSummary()
     with pool_of(jobs) as pool:
         specs = plan(pool, jobs, progress)
         finished = {s.id: finished[s.id] for s in specs
                     if s.id in finished and finished[s.id].entry["origin"] == s.origin}
         todo = [s for s in specs if s.id not in finished]
-        try:
-            with Progress("building cases", enabled=progress) as bar:
+        with Progress("building cases", enabled=progress) as bar:
+            bar(len(finished), len(specs))
+            for _, result in completed(pool, build_case, todo, _cost):
+                write_json(os.path.join(partial, f"{result.id}.json"), asdict(result))
+                finished[result.id] = result
                 bar(len(finished), len(specs))
-                for _, result in completed(pool, build_case, todo, _cost):
-                    write_json(os.path.join(partial, f"{result.id}.json"), asdict(result))
-                    finished[result.id] = result
-                    bar(len(finished), len(specs))
-        except BaseException:
-            print(f"{len(finished)} of {len(specs)} finished cases kept in {partial} (the "
-                  f"previous {out} is untouched; --resume continues from them)",
-                  file=sys.stderr)
-            raise
     results = [finished[s.id] for s in specs]
     for result in results:
         summary.failures.extend(result.failures)
@@ -683,7 +692,8 @@ def build(out: str, jobs: int = 1, progress: bool = True,
     if summary.failures:
         shutil.rmtree(partial, ignore_errors=True)
         return summary
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-",
+                           dir=os.path.dirname(out))
     try:
         for result in results:
             for rel, text in result.files.items():
@@ -709,6 +719,15 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(partial, ignore_errors=True)
     return summary
+
+
+def _remove_stale(out: str) -> None:
+    """Remove what a killed build of ``out`` left beside it: the corpus being assembled and
+    the old corpus being swapped out (hidden ``.OUT.building-*``, ``.OUT.old-*``)."""
+    parent, name = os.path.split(out)
+    for entry in os.listdir(parent):
+        if entry.startswith((f".{name}.building-", f".{name}.old-")):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
 #: The file of a partial build that says which versions built its cases.
@@ -764,14 +783,35 @@ def _size(root: str) -> int:
 
 
 def _swap(new: str, out: str) -> None:
-    """Put directory ``new`` in place of ``out`` (the old corpus is removed afterwards)."""
+    """Put directory ``new`` in place of ``out`` (the old corpus is removed afterwards): in one
+    step where Linux can exchange two names (``renameat2``), so that ``out`` never misses."""
     if not os.path.exists(out):
         os.replace(new, out)
+        return
+    if _exchange(new, out):
+        shutil.rmtree(new, ignore_errors=True)  # now the old corpus
         return
     old = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.old-", dir=os.path.dirname(out))
     os.replace(out, os.path.join(old, "corpus"))
     os.replace(new, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+#: renameat2(2): the directory file descriptor meaning "relative to the working directory",
+#: and the flag that exchanges the two names.
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap the names ``a`` and ``b`` atomically; False where the system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    return renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b),
+                     _RENAME_EXCHANGE) == 0
 
 
 def readme(manifest: dict[str, Any]) -> str:

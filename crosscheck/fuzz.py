@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import queue
 import random
+import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 from rfcircuits.atomicio import output_dir, write_json
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
+from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
 from rfcircuits.crosscheck.shrink import shrink
@@ -113,16 +115,36 @@ def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
             oracles: tuple[str, ...], out_dir: str, results: Any) -> None:
     k = wid
     parent = os.getppid()
+    for s in SIGNALS:
+        signal.signal(s, _stop_once)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # blocked by the parent until now
     try:
-        while time.monotonic() < deadline and os.getppid() == parent:  # orphans stop
-            checks, saved = run_case(seed, k, limits, oracles, out_dir)
-            results.put((k, checks, saved))
-            k += jobs
+        try:
+            while time.monotonic() < deadline and os.getppid() == parent:  # orphans stop
+                checks, saved = run_case(seed, k, limits, oracles, out_dir)
+                results.put((k, checks, saved))
+                k += jobs
+        except OSError as exc:  # a failure file that cannot be written: the parent reports it
+            results.put(exc)
+        finally:
+            _STOPPING.append(True)
     except KeyboardInterrupt:
         pass
-    except OSError as exc:  # a failure file that cannot be written: the parent reports it
-        results.put(exc)
     results.put(None)
+
+
+#: Set in a worker once its loop is over: a signal then ends nothing more.
+_STOPPING: list[bool] = []
+
+
+def _stop_once(signum: int, frame: Any) -> None:
+    """A worker's signal handler: the first signal stops its loop as Ctrl-C does; later ones
+    (the parent's SIGTERM after the group's) and any after the loop do nothing, so that no
+    KeyboardInterrupt turns its goodbye into a traceback. (It stays installed: a handler
+    swapped for SIG_IGN while a signal is pending makes Python raise OSError instead.)"""
+    if not _STOPPING:
+        _STOPPING.append(True)
+        raise KeyboardInterrupt
 
 
 def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
@@ -139,8 +161,13 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
     workers = [ctx.Process(target=_worker, args=(w, jobs, seed, deadline, limits, oracles,
                                                   out_dir, results), daemon=True)
                for w in range(jobs)]
-    for w in workers:
-        w.start()
+    # Workers start with the signals blocked, until they have their own handlers.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        for w in workers:
+            w.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     running = jobs
     bar = Progress("fuzz seconds", enabled=progress)
     try:
@@ -177,7 +204,7 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
         for w in workers:
             w.join(timeout=5)
             if w.is_alive():
-                w.terminate()
+                w.kill()  # one that ignores signals while it says goodbye
         bar.close()
         summary.seconds = time.monotonic() - start
     return summary

@@ -7,9 +7,10 @@ them when it leaves the pool's block. Workers run in a process group of their ow
 signal to the command's group (a closed terminal, ``kill -TERM -PGID``) reaches the parent
 alone: a worker it killed while waiting for a task would take the pool's task lock with it,
 and the parent's shutdown would wait for that lock forever. On Linux, workers die with the
-parent, also when it is killed (SIGKILL), instead of waiting for tasks forever. A worker that sees KeyboardInterrupt anyway (a solver library's own
-SIGINT handler, as PySAT installs during a call) passes it on as a result, and the parent
-raises it, instead of the worker dying and the parent waiting for its result forever."""
+parent, also when it is killed (SIGKILL), instead of waiting for tasks forever. A worker that
+sees KeyboardInterrupt anyway (a solver library's own SIGINT handler, as PySAT installs during
+a call) passes it on as a result, and the parent raises it, instead of the worker dying and
+the parent waiting for its result forever."""
 
 from __future__ import annotations
 
