@@ -232,9 +232,11 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
     real = _target(path)[0]
     partial = real + PARTIAL
     existed = os.path.exists(partial)
-    with _naming(partial):
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
+    fd = -1
+    records = None
+    try:  # from the partial file's creation on: a signal anywhere leaves nothing astray
+        with _naming(partial):
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
         _lock(fd, partial, path)
         if resume:
             resumed, size = _resumed(partial, accept)
@@ -243,14 +245,7 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
             if existed:
                 print(f"note: starting over; replacing the partial file {partial} of an earlier "
                       "run (--resume continues it instead)", file=sys.stderr)
-    except BaseException:
-        os.close(fd)
-        if not existed:
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
-        raise
-    records = Records(fd, None, resumed, size)
-    try:
+        records = Records(fd, None, resumed, size)
         with _naming(partial):
             os.ftruncate(fd, size)
             os.lseek(fd, size, os.SEEK_SET)
@@ -261,16 +256,19 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
             os.replace(partial, real)
             records.size = -1  # complete: a signal from now on has nothing to keep
     except BaseException:
-        if records.size > 0:
+        if records is not None and records.size > 0:
             kept = f"the previous {path} is untouched; " if os.path.exists(real) else ""
             print(f"{records.count} finished {what} kept in {partial} ({kept}--resume "
                   "continues from them)", file=sys.stderr)
-        elif records.size == 0:
+        elif records is not None and records.size == 0 or fd >= 0 and not existed:
+            # nothing finished; a partial file this run did not take over (another run's,
+            # one --resume refused) stays
             with contextlib.suppress(OSError):
                 os.unlink(partial)
         raise
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def _lock(fd: int, partial: str, path: str) -> None:

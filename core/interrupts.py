@@ -10,6 +10,7 @@ SIGINT, 143 for SIGTERM, 129 for SIGHUP.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -23,8 +24,22 @@ _received: list[int] = []
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
+    if _in_finalizer(frame):
+        # Python swallows an exception raised in a finalizer ("Exception ignored in
+        # __del__"), and the run would go on: have the signal come again once it is over.
+        threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+        return
     _received.append(signum)
     raise KeyboardInterrupt
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Whether the code the signal interrupted runs inside a ``__del__`` method."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

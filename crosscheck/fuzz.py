@@ -116,35 +116,28 @@ def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
     k = wid
     parent = os.getppid()
     for s in SIGNALS:
-        signal.signal(s, _stop_once)
+        signal.signal(s, _stop)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # blocked by the parent until now
     try:
-        try:
-            while time.monotonic() < deadline and os.getppid() == parent:  # orphans stop
-                checks, saved = run_case(seed, k, limits, oracles, out_dir)
-                results.put((k, checks, saved))
-                k += jobs
-        except OSError as exc:  # a failure file that cannot be written: the parent reports it
-            results.put(exc)
-        finally:
-            _STOPPING.append(True)
-    except KeyboardInterrupt:
-        pass
+        while not _STOPPED and time.monotonic() < deadline and os.getppid() == parent:
+            checks, saved = run_case(seed, k, limits, oracles, out_dir)
+            results.put((k, checks, saved))
+            k += jobs
+    except OSError as exc:  # a failure file that cannot be written: the parent reports it
+        results.put(exc)
     results.put(None)
 
 
-#: Set in a worker once its loop is over: a signal then ends nothing more.
-_STOPPING: list[bool] = []
+#: Set in a worker by a signal: it stops after its case (or its parent kills it first).
+_STOPPED: list[int] = []
 
 
-def _stop_once(signum: int, frame: Any) -> None:
-    """A worker's signal handler: the first signal stops its loop as Ctrl-C does; later ones
-    (the parent's SIGTERM after the group's) and any after the loop do nothing, so that no
-    KeyboardInterrupt turns its goodbye into a traceback. (It stays installed: a handler
-    swapped for SIG_IGN while a signal is pending makes Python raise OSError instead.)"""
-    if not _STOPPING:
-        _STOPPING.append(True)
-        raise KeyboardInterrupt
+def _stop(signum: int, frame: Any) -> None:
+    """A worker's signal handler only takes note: a KeyboardInterrupt raised in the middle of
+    a solver's cleanup would be swallowed there with a traceback on stderr. The parent, which
+    stops on the same signal, kills its workers; their failure files are written whole or
+    not at all."""
+    _STOPPED.append(signum)
 
 
 def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
@@ -163,14 +156,14 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
                for w in range(jobs)]
     # Workers start with the signals blocked, until they have their own handlers.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    started = 0
+    bar = Progress("fuzz seconds", enabled=progress)
     try:
         for w in workers:
             w.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    running = jobs
-    bar = Progress("fuzz seconds", enabled=progress)
-    try:
+            started += 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending signal: stop below
+        running = started
         while running:
             try:
                 item = results.get(timeout=1.0)
@@ -195,16 +188,17 @@ def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
             bar(min(round(time.monotonic() - start), round(seconds)), round(seconds))
     except (KeyboardInterrupt, OSError) as exc:
         summary.interrupted = isinstance(exc, KeyboardInterrupt)
-        for w in workers:  # SIGTERM: a worker stops as on Ctrl-C (its handlers are inherited)
+        for w in workers:  # the case in progress is lost; every saved failure is whole
             if w.is_alive():
-                w.terminate()
+                w.kill()
         if not summary.interrupted:
             raise
     finally:
-        for w in workers:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for w in workers[:started]:
             w.join(timeout=5)
             if w.is_alive():
-                w.kill()  # one that ignores signals while it says goodbye
+                w.kill()
         bar.close()
         summary.seconds = time.monotonic() - start
     return summary

@@ -21,9 +21,11 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.pool import Pool
 from typing import TypeVar
+
+from rfcircuits.interrupts import SIGNALS
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,7 +45,17 @@ def pool(jobs: int) -> Iterator[Pool | None]:
         yield None
         return
     ctx = multiprocessing.get_context("fork" if can_fork() else "spawn")
-    with ctx.Pool(jobs, initializer=_leave_signals, initargs=(os.getpid(),)) as workers:
+    # Workers are made with the signals blocked: a handler run inside fork's hooks (logging
+    # registers some) would be swallowed there ("Exception ignored"), in the parent and in a
+    # worker that has not yet set its own handlers.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        workers = ctx.Pool(jobs, initializer=_leave_signals, initargs=(os.getpid(), blocked))
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        raise
+    with workers:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending signal ends the pool
         yield workers
 
 
@@ -51,7 +63,7 @@ def pool(jobs: int) -> Iterator[Pool | None]:
 _PR_SET_PDEATHSIG = 1
 
 
-def _leave_signals(parent: int) -> None:
+def _leave_signals(parent: int, mask: Iterable[int]) -> None:
     """Forked workers inherit the parent's handlers, which would turn the SIGTERM that
     ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback; and its process group
     (module docstring)."""
@@ -59,6 +71,7 @@ def _leave_signals(parent: int) -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if hasattr(os, "setpgid"):
         os.setpgid(0, 0)
     if sys.platform.startswith("linux"):

@@ -312,6 +312,11 @@ def fault(command: Command, inputs: Path, root: Path, sig: int, delay: float, gr
                 problems.append(f"failure file {name} is not a complete JSON document")
         if not finished:
             problems.append("a failure file is neither the previous one nor the reference's")
+    elif command.kind == "compile":  # one target per file: each is the previous or the new
+        mixed = [n for n in set(out or {}) | set(previous)
+                 if (out or {}).get(n) not in (previous.get(n), command.ref.output.get(n))]
+        if mixed:
+            problems.append(f"circuit files neither previous nor the reference's: {mixed}")
     elif not finished and out != previous:
         problems.append("the target is neither the previous output nor the reference's")
     if run.status == command.ok and not finished:
