@@ -120,11 +120,11 @@ class _Temporary:
     def publish(self, real: str) -> None:
         """Rename the (still open) file over ``real``."""
         if self.name is None:
-            name = os.path.join(self.directory, f".tmp-{os.urandom(6).hex()}-{self.base}")
+            # named before it exists: a signal right after the link still finds it to remove
+            self.name = os.path.join(self.directory, f".tmp-{os.urandom(6).hex()}-{self.base}")
             # Given a src_dir_fd, os.link calls linkat with AT_SYMLINK_FOLLOW: the /proc entry
             # is followed to the anonymous file instead of being linked itself.
-            os.link(f"/proc/self/fd/{self.fd}", name, src_dir_fd=self.dir_fd)
-            self.name = name
+            os.link(f"/proc/self/fd/{self.fd}", self.name, src_dir_fd=self.dir_fd)
         os.replace(self.name, real)
         self.name = None
 
@@ -234,10 +234,15 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
     existed = os.path.exists(partial)
     fd = -1
     records = None
+    refused = False
     try:  # from the partial file's creation on: a signal anywhere leaves nothing astray
         with _naming(partial):
             fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        _lock(fd, partial, path)
+        try:
+            _lock(fd, partial, path)
+        except InputError:
+            refused = True
+            raise
         if resume:
             resumed, size = _resumed(partial, accept)
         else:
@@ -260,9 +265,9 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
             kept = f"the previous {path} is untouched; " if os.path.exists(real) else ""
             print(f"{records.count} finished {what} kept in {partial} ({kept}--resume "
                   "continues from them)", file=sys.stderr)
-        elif records is not None and records.size == 0 or fd >= 0 and not existed:
-            # nothing finished; a partial file this run did not take over (another run's,
-            # one --resume refused) stays
+        elif records.size == 0 if records is not None else not (existed or refused):
+            # nothing finished (a signal may even come before ``fd`` is set); a partial file
+            # this run did not take over (another run's, one --resume refused) stays
             with contextlib.suppress(OSError):
                 os.unlink(partial)
         raise

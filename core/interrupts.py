@@ -24,17 +24,22 @@ _received: list[int] = []
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
-    if _in_finalizer(frame):
-        # Python swallows an exception raised in a finalizer ("Exception ignored in
-        # __del__"), and the run would go on: have the signal come again once it is over.
+    if _in_callback(frame):
+        # Python swallows an exception raised in a finalizer or a weakref callback
+        # ("Exception ignored in ..."), and the run would go on: have the signal come again
+        # once it is over.
         threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
         return
     _received.append(signum)
     raise KeyboardInterrupt
 
 
-def _in_finalizer(frame: FrameType | None) -> bool:
-    """Whether the code the signal interrupted runs inside a ``__del__`` method."""
+def _in_callback(frame: FrameType | None) -> bool:
+    """Whether the code the signal interrupted may be a callback whose exceptions Python
+    ignores: inside a ``__del__`` method, or in the import machinery itself (its module locks
+    are released by weakref callbacks)."""
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        return True
     while frame is not None:
         if frame.f_code.co_name == "__del__":
             return True

@@ -441,7 +441,8 @@ def stream_fault(command: Command, inputs: Path, root: Path, kind: str, sig: int
             problems.append("the FIFO's reader got bytes that are not the reference's")
     if run.status not in (command.ok, 128 + sig, -sig, 1):
         problems.append(f"exit status {run.status}")
-    if run.status in (command.ok, 128 + sig) and "Traceback" in run.stderr:
+    startup = sig == signal.SIGINT and "Exception ignored in" in run.stderr  # see fault()
+    if run.status in (command.ok, 128 + sig) and "Traceback" in run.stderr and not startup:
         problems.append("a traceback on stderr")
     problems += [f"left behind: {name}" for name in leftovers(command, work)
                  if name != command.partial] + \
