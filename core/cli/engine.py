@@ -124,7 +124,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
                    "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
                    "large forests: see the README)")
     add_ties(p)
-    p.add_argument("--out", help="write the explanations to this file (default, or -: stdout)")
+    p.add_argument("--out", help="write the explanations to this file (default: stdout; - is "
+                                 "stdout too)")
     add_resume(p, "explanations")
     add_max_nodes(p)
     add_no_progress(p)
