@@ -133,7 +133,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
 
 @functools.lru_cache(maxsize=1 << 14)
 def tree_code(tree: Tree) -> bytes:
-    """A tree for the C store's ordered tree stage (``Store.tree_formulas``): int32 entries
+    """A tree for the stores' ordered tree stage (``Store.tree_formulas``): int32 entries
     in the order :func:`rfcircuits.classformula.tree_formulas` builds nodes (children first, the
     root last); a leaf is ``-1 - label``, a node is its feature, its number of branches and
     per branch the child's entry index, its number of runs of consecutive states and each
@@ -165,29 +165,11 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
     dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
     ap = Apply(dg)
     if apply == "ordered":
-        rank, tested = dg.rank, dg.feature
-
-        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
-            if all(child <= TRUE or rank[tested[child]] > rank[f] for _, child in kids):
-                # Every child lies below f in the order: the disjunction is the node itself
-                # (most tree nodes: no Apply, which the sifting's many compiles feel).
-                covered = 0
-                for m, _ in kids:
-                    covered |= m
-                return dg.node(f, [*kids, (dg.full[f] & ~covered, FALSE)])
-            out = FALSE
-            for m, child in kids:
-                out = ap.ordered(1, out, ap.ordered(0, dg.literal(f, m), child))
-            return out
-    else:
-        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
-            return dg.node(f, kids)
-    if apply == "ordered" and dg.backend == "c":
-        # ``branch`` in C, the same calls in the same order (so the same nodes): the
-        # sifting's trial compiles are mostly this tree stage, 3x slower in Python.
+        # The tree stage runs in the store (in C on the C store: the sifting's trial
+        # compiles are mostly this stage), with no call back into Python per node.
         pos, neg = dg.store.tree_formulas([tree_code(t) for t in forest.trees], k)
     else:
-        pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, branch)
+        pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, dg.node)
     tree_seconds = time.perf_counter() - start
     seconds = [tree_seconds / k] * k
     ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold)
