@@ -114,7 +114,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         raise ValueError("counter 'topdown' needs apply 'ordered'")
     start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
-    ranks = feature_order(forest, order) if isinstance(order, str) else list(order)
+    ranks = feature_order(forest, order, created_nodes) if isinstance(order, str) else list(order)
     if order == "auto" and apply == "ordered" and len(forest.features) > SIFT_FEATURES and (
             max_nodes is None or max_nodes > SIFT_TRIGGER):
         # A large forest's graphs depend much on the order: past SIFT_TRIGGER nodes, sift it.
@@ -124,11 +124,17 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         except BudgetExceeded:
             if deadline is not None and time.monotonic() > deadline:
                 raise
-        ranks = sift(forest, ranks, deadline=deadline)
+        ranks = sift(forest, ranks, created_nodes, deadline=deadline)
         if deadline is not None:
             timeout = max(deadline - time.monotonic(), 1e-3)
     return _compile(forest, ties, form, apply, ranks, max_nodes, timeout, progress, counter,
                     start)
+
+
+def created_nodes(forest: Forest, order: list[int], max_nodes: int, counter: str | None) -> int:
+    """The nodes Alg. 3B creates compiling ``forest`` under ``order`` (raises BudgetExceeded
+    past ``max_nodes``): the cost :mod:`rfcircuits.featureorder` judges orders by."""
+    return compile_dg(forest, order=order, max_nodes=max_nodes, counter=counter).created
 
 
 @functools.lru_cache(maxsize=1 << 14)

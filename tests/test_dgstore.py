@@ -679,8 +679,8 @@ def test_sifted_auto_compile_equals_brute_force(monkeypatch, seed):
     sifted = []
     real_sift = dgcompile.sift
 
-    def spy(forest, order, **kwargs):
-        sifted.append(real_sift(forest, order, **kwargs))
+    def spy(forest, order, *args, **kwargs):
+        sifted.append(real_sift(forest, order, *args, **kwargs))
         return sifted[-1]
 
     monkeypatch.setattr(dgcompile, "sift", spy)
@@ -705,9 +705,10 @@ def test_sift_keeps_the_order_when_out_of_time_or_work():
 
     f = random_forest(random.Random(5), Limits(max_trees=7, max_features=4))
     order = feature_order(f, "index")
-    assert sift(f, list(order), deadline=0.0) == order
-    assert sift(f, list(order), work=0) == order
-    assert sorted(sift(f, list(order))) == list(range(len(f.features)))
+    created = dgcompile.created_nodes
+    assert sift(f, list(order), created, deadline=0.0) == order
+    assert sift(f, list(order), created, work=0) == order
+    assert sorted(sift(f, list(order), created)) == list(range(len(f.features)))
 
 
 def test_sifting_shrinks_a_badly_ordered_forest():
@@ -724,5 +725,5 @@ def test_sifting_shrinks_a_badly_ordered_forest():
     f = Forest(features, ("no", "yes"), trees)
     index = feature_order(f, "index")
     before = compile_dg(f, order=index).total_nodes()
-    after = compile_dg(f, order=sift(f, list(index))).total_nodes()
+    after = compile_dg(f, order=sift(f, list(index), dgcompile.created_nodes)).total_nodes()
     assert after < before
