@@ -2966,35 +2966,53 @@ done:
 
 static PyMethodDef Store_methods[] = {
     {"make", (PyCFunction)Store_make, METH_VARARGS,
-     "make(feature, segments) -> id: the reduced, hash-consed node (segments validated)."},
+     "make($self, feature, segments, /)\n--\n\n"
+     "The id of the reduced, hash-consed node (segments validated)."},
     {"lookup", (PyCFunction)Store_lookup, METH_VARARGS,
-     "lookup(feature, segments) -> id of that node, or -1."},
+     "lookup($self, feature, segments, /)\n--\n\n"
+     "The id of that node, or -1."},
     {"segments", (PyCFunction)Store_segments, METH_O,
-     "segments(n) -> ((end, child), ...) of node n (empty for a leaf)."},
+     "segments($self, n, /)\n--\n\n"
+     "((end, child), ...) of node n (empty for a leaf)."},
     {"branches", (PyCFunction)Store_branches, METH_O,
-     "branches(n) -> ((state mask, child), ...) of node n, by lowest state (empty for a leaf)."},
+     "branches($self, n, /)\n--\n\n"
+     "((state mask, child), ...) of node n, by lowest state (empty for a leaf)."},
     {"apply", (PyCFunction)Store_apply, METH_VARARGS,
-     "apply(op, a, b) -> a and b (op 0) or a or b (op 1) of two ordered nodes."},
-    {"negate", (PyCFunction)Store_negate, METH_O, "negate(n) -> the node with leaves swapped."},
+     "apply($self, op, a, b, /)\n--\n\n"
+     "a and b (op 0) or a or b (op 1) of two ordered nodes."},
+    {"negate", (PyCFunction)Store_negate, METH_O,
+     "negate($self, root, /)\n--\n\n"
+     "The node with leaves swapped."},
     {"exists", (PyCFunction)Store_exists, METH_VARARGS,
-     "exists(root, feature) -> the ordered node of: some state of feature satisfies root."},
+     "exists($self, root, feature, /)\n--\n\n"
+     "The ordered node of: some state of feature satisfies root."},
     {"threshold", (PyCFunction)Store_threshold, METH_VARARGS,
-     "threshold(roots, ks) -> per k the ordered node of: at least k of roots are true."},
+     "threshold($self, roots, ks, /)\n--\n\n"
+     "Per k the ordered node of: at least k of roots are true."},
     {"tree_formulas", (PyCFunction)Store_tree_formulas, METH_VARARGS,
-     "tree_formulas(codes, k) -> (pos, neg): C^c_l and ¬C^c_l of trees (rfcircuits.dgcompile)."},
+     "tree_formulas($self, codes, k, /)\n--\n\n"
+     "(pos, neg): C^c_l and ¬C^c_l of trees (rfcircuits.dgcompile)."},
     {"evaluate", (PyCFunction)Store_evaluate, METH_VARARGS,
-     "evaluate(roots, x) -> bytes: bit i (little-endian) set if x satisfies roots[i]."},
+     "evaluate($self, roots, x, /)\n--\n\n"
+     "bytes whose bit i (little-endian) is set if x satisfies roots[i]."},
     {"reachable", (PyCFunction)Store_reachable, METH_O,
-     "reachable(roots) -> ascending ids of all nodes below the roots."},
+     "reachable($self, roots, /)\n--\n\n"
+     "Ascending ids of all nodes below the roots."},
     {"collect", (PyCFunction)Store_collect, METH_O,
-     "collect(roots) -> new ids of the roots; keeps only the nodes below them, renumbered."},
-    {"clear", (PyCFunction)Store_clear, METH_NOARGS, "clear(): drop Apply's computed tables."},
+     "collect($self, roots, /)\n--\n\n"
+     "New ids of the roots; keeps only the nodes below them, renumbered."},
+    {"clear", (PyCFunction)Store_clear, METH_NOARGS,
+     "clear($self, /)\n--\n\n"
+     "Drop Apply's computed tables."},
     {"prepare", (PyCFunction)Store_prepare, METH_O,
-     "prepare(roots): lay out the graph below roots for min_deviations now (cached)."},
+     "prepare($self, roots, /)\n--\n\n"
+     "Lay out the graph below roots for min_deviations now (cached)."},
     {"min_deviations", (PyCFunction)Store_min_deviations, METH_VARARGS,
-     "min_deviations(roots, x) -> minimal deviation sets of the paths to false (bitmasks)."},
+     "min_deviations($self, roots, x, /)\n--\n\n"
+     "Minimal deviation sets of the paths to false (bitmasks)."},
     {"violations", (PyCFunction)Store_violations, METH_VARARGS,
-     "violations(roots, x, boxes) -> per box a cheapest violated path to false, or None."},
+     "violations($self, roots, x, boxes, /)\n--\n\n"
+     "Per box a cheapest violated path to false, or None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -3012,7 +3030,7 @@ static PyTypeObject StoreType = {
     .tp_name = "rfcircuits._dgstore.Store",
     .tp_doc = "Decision-graph node store (C twin of rfcircuits.dgstore.PyStore).",
     .tp_basicsize = sizeof(Store),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* rfcircuits.cstore extends it */
     .tp_new = Store_new,
     .tp_dealloc = (destructor)Store_dealloc,
     .tp_methods = Store_methods,

@@ -114,7 +114,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         raise ValueError("counter 'topdown' needs apply 'ordered'")
     start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
-    ranks = feature_order(forest, order) if isinstance(order, str) else list(order)
+    ranks = feature_order(forest, order, created_nodes) if isinstance(order, str) else list(order)
     if order == "auto" and apply == "ordered" and len(forest.features) > SIFT_FEATURES and (
             max_nodes is None or max_nodes > SIFT_TRIGGER):
         # A large forest's graphs depend much on the order: past SIFT_TRIGGER nodes, sift it.
@@ -124,16 +124,22 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         except BudgetExceeded:
             if deadline is not None and time.monotonic() > deadline:
                 raise
-        ranks = sift(forest, ranks, deadline=deadline)
+        ranks = sift(forest, ranks, created_nodes, deadline=deadline)
         if deadline is not None:
             timeout = max(deadline - time.monotonic(), 1e-3)
     return _compile(forest, ties, form, apply, ranks, max_nodes, timeout, progress, counter,
                     start)
 
 
+def created_nodes(forest: Forest, order: list[int], max_nodes: int, counter: str | None) -> int:
+    """The nodes Alg. 3B creates compiling ``forest`` under ``order`` (raises BudgetExceeded
+    past ``max_nodes``): the cost :mod:`rfcircuits.featureorder` judges orders by."""
+    return compile_dg(forest, order=order, max_nodes=max_nodes, counter=counter).created
+
+
 @functools.lru_cache(maxsize=1 << 14)
 def tree_code(tree: Tree) -> bytes:
-    """A tree for the C store's ordered tree stage (``Store.tree_formulas``): int32 entries
+    """A tree for the stores' ordered tree stage (``Store.tree_formulas``): int32 entries
     in the order :func:`rfcircuits.classformula.tree_formulas` builds nodes (children first, the
     root last); a leaf is ``-1 - label``, a node is its feature, its number of branches and
     per branch the child's entry index, its number of runs of consecutive states and each
@@ -165,29 +171,11 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
     dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
     ap = Apply(dg)
     if apply == "ordered":
-        rank, tested = dg.rank, dg.feature
-
-        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
-            if all(child <= TRUE or rank[tested[child]] > rank[f] for _, child in kids):
-                # Every child lies below f in the order: the disjunction is the node itself
-                # (most tree nodes: no Apply, which the sifting's many compiles feel).
-                covered = 0
-                for m, _ in kids:
-                    covered |= m
-                return dg.node(f, [*kids, (dg.full[f] & ~covered, FALSE)])
-            out = FALSE
-            for m, child in kids:
-                out = ap.ordered(1, out, ap.ordered(0, dg.literal(f, m), child))
-            return out
-    else:
-        def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
-            return dg.node(f, kids)
-    if apply == "ordered" and dg.backend == "c":
-        # ``branch`` in C, the same calls in the same order (so the same nodes): the
-        # sifting's trial compiles are mostly this tree stage, 3x slower in Python.
+        # The tree stage runs in the store (in C on the C store: the sifting's trial
+        # compiles are mostly this stage), with no call back into Python per node.
         pos, neg = dg.store.tree_formulas([tree_code(t) for t in forest.trees], k)
     else:
-        pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, branch)
+        pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, dg.node)
     tree_seconds = time.perf_counter() - start
     seconds = [tree_seconds / k] * k
     ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold)

@@ -19,7 +19,8 @@ Apply and negation: the C extension :mod:`rfcircuits._dgstore` (``_dgstore.c``, 
 ``pip install``) or, when ``RFCIRCUITS_PURE_PYTHON=1`` is set or the install had no C
 compiler, the pure-Python reference :class:`rfcircuits.dgstore.PyStore`. Both give the same node ids
 for the same calls. :data:`BACKEND` names the active one. ``branches[n]`` (masks) is derived
-from the segments on first use (by the C store itself when it is the one).
+from the segments by the store on first use. Both stores implement the interface
+:class:`rfcircuits._store_abc.Store`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from rfcircuits.dgstore import FALSE, GAP, LEAF, TRUE, PyStore, min_deviations, violations
+from rfcircuits._store_abc import Store
+from rfcircuits.dgstore import FALSE, GAP, LEAF, TRUE, PyStore
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.forest import Feature, Forest, mask_blocks, mask_states, weak_test_once_violation
 
@@ -39,17 +41,18 @@ __all__ = ["BACKEND", "DG", "FALSE", "LEAF", "STORES", "TRUE"]
 T = TypeVar("T")
 
 
-def _stores() -> tuple[dict[str, Any], str, Any]:
+def _stores() -> tuple[dict[str, type[Store]], str, Any]:
     """The available store classes by backend name, the default backend, and the C extension
     module (None when it is not the default)."""
-    stores: dict[str, Any] = {"python": PyStore}
+    stores: dict[str, type[Store]] = {"python": PyStore}
     if os.environ.get("RFCIRCUITS_PURE_PYTHON") == "1":
         return stores, "python", None
     try:
         from rfcircuits import _dgstore
+        from rfcircuits.cstore import CStore
     except ImportError:  # built without a C compiler: ``rfcircuits --version`` says so
         return stores, "python", None
-    stores["c"] = _dgstore.Store
+    stores["c"] = CStore
     return stores, "c", _dgstore
 
 
@@ -87,7 +90,7 @@ class DG:
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self._timeout = timeout
         self.backend = BACKEND
-        self.store = STORES[BACKEND](
+        self.store: Store = STORES[BACKEND](
             [f.n_states for f in self.features], self.rank, max_nodes, self.deadline,
             BudgetExceeded, f"decision graphs exceed --max-nodes {max_nodes}",
             "" if timeout is None else f"compilation exceeds --timeout {timeout:g} s")
@@ -186,11 +189,7 @@ class DG:
     def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
         """The feature sets (bitmasks, by size then value) of the prime implicates of the
         complete reason of ``∧ roots`` at ``x``: NRs, or CEs on a negated class graph
-        (docs/semantics.md §6, §10; the search is :func:`rfcircuits.dgstore.min_deviations`).
-        The C store packs sets in 64 bits; beyond 64 features the reference search runs on its
-        segments."""
-        if self.backend == "c" and len(self.features) > 64:
-            return min_deviations(self.feature, self.store.segments, roots, x)
+        (docs/semantics.md §6, §10; the search is :func:`rfcircuits.dgstore.min_deviations`)."""
         return self.store.min_deviations(list(roots), list(x))
 
     def violations(self, roots: Sequence[int], x: Sequence[int],
@@ -201,20 +200,14 @@ class DG:
         reason it violates, as the term of the branches its path to false deviates on
         ``((feature, branch states), ...)`` (the clause's literals are their complements),
         of least weight (:func:`rfcircuits.dgstore.violations`; graphs testing each feature once
-        per path). The C store counts in 16 bits; beyond, the reference runs on its segments."""
+        per path)."""
         records = []
         for states, weights in boxes:
             record = bytearray(weights >> f & 1 for f in range(len(self.features)))
             for f, m in enumerate(states):
                 record += bytes(m >> s & 1 for s in range(self.features[f].n_states))
             records.append(bytes(record))
-        n_states = [f.n_states for f in self.features]
-        if self.backend == "c" and (len(n_states) >= 1 << 14 or max(n_states, default=0) > 0xFFFF):
-            # beyond the C store's 16-bit costs and state counts: the reference on segments
-            paths = violations(n_states, self.feature, self.store.segments,
-                               self.reachable(roots), roots, x, records)
-        else:
-            paths = self.store.violations(list(roots), list(x), records)
+        paths = self.store.violations(list(roots), list(x), records)
         out: list[tuple[tuple[int, int], ...] | None] = []
         for path in paths:
             if path is None:
@@ -363,28 +356,15 @@ class DG:
         return "\n".join(lines) + "\n"
 
 
-def segments_branches(segments: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
-    """A node's ``(state mask, child)`` per child from its segments, in the order of the
-    children's lowest states (infeasible segments dropped)."""
-    masks: dict[int, int] = {}  # insertion order = order of the lowest states
-    start = 0
-    for end, child in segments:
-        if child != GAP:
-            masks[child] = masks.get(child, 0) | (1 << end) - (1 << start)
-        start = end
-    return tuple((m, c) for c, m in masks.items())
-
-
 class _Branches:
     """``branches[n]`` of a store's node: ``(state mask, child)`` per child, sorted by lowest
-    state, computed on first use: by the C store itself (converting segments in Python was a
-    large share of building a general reason: docs/decisions.md, "Measurements behind the
-    code's constants and designs"), else by :func:`segments_branches`."""
+    state, computed on first use by the store (the C store converts its segments in C:
+    converting them in Python was a large share of building a general reason:
+    docs/decisions.md, "Measurements behind the code's constants and designs")."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._convert: Callable[[int], tuple[tuple[int, int], ...]] = getattr(
-            store, "branches", lambda n: segments_branches(store.segments(n)))
+        self._convert = store.branches
         self._cache: dict[int, tuple[tuple[int, int], ...]] = {FALSE: (), TRUE: ()}
 
     def __len__(self) -> int:
@@ -401,7 +381,7 @@ class _Vars:
     """``vars[n]``: bitmask of the features tested at or below node ``n``, memoised on first
     use (Alg. 4 keys its cache on the path restricted to these features)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
         self._memo: dict[int, int] = {FALSE: 0, TRUE: 0}
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sys
 import time
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 
 FALSE = 0
@@ -81,15 +82,19 @@ class PyStore:
     def __len__(self) -> int:
         return len(self.feature)
 
-    def segments(self, n: int) -> Segments:
+    def segments(self, n: int, /) -> Segments:
         """The segments of node ``n`` (empty for a leaf)."""
         return self._segments[n]
 
-    def lookup(self, feature: int, segments: Segments) -> int:
+    def branches(self, n: int, /) -> tuple[tuple[int, int], ...]:
+        """Node ``n``'s ``(state mask, child)`` per feasible child, by lowest state."""
+        return segments_branches(self._segments[n])
+
+    def lookup(self, feature: int, segments: Segments, /) -> int:
         """The id of the node ``(feature, segments)``, or -1 if it does not exist."""
         return self._unique.get((feature, segments), -1)
 
-    def make(self, feature: int, segments: Segments) -> int:
+    def make(self, feature: int, segments: Segments, /) -> int:
         """The reduced, hash-consed node for canonical ``segments`` (see module docstring)."""
         first = GAP  # reduction: look for a second distinct feasible child
         for _, child in segments:
@@ -122,7 +127,7 @@ class PyStore:
         self._unique[key] = n
         return n
 
-    def apply(self, op: int, a: int, b: int) -> int:
+    def apply(self, op: int, a: int, b: int, /) -> int:
         """``a ∧ b`` (op 0) or ``a ∨ b`` (op 1) of two ordered nodes (ordered-diagram Apply)."""
         if not (self.ordered[a] and self.ordered[b]):
             raise ValueError("ordered Apply needs ordered operands")
@@ -165,7 +170,7 @@ class PyStore:
         cache[(a, b)] = result
         return result
 
-    def negate(self, root: int) -> int:
+    def negate(self, root: int, /) -> int:
         """``¬root``: the same graph with the leaves swapped (memoised both ways).
 
         The nodes still to negate are created in ascending id order (children first)."""
@@ -187,7 +192,7 @@ class PyStore:
                 neg[m] = n
         return neg[root]
 
-    def exists(self, root: int, feature: int) -> int:
+    def exists(self, root: int, feature: int, /) -> int:
         """``∃feature. root`` of an ordered node: each node testing ``feature`` replaced by the
         disjunction of its children (ordered Apply on a balanced tree of them, pairs in
         segment order), the nodes above it rebuilt, in ascending id order."""
@@ -212,7 +217,7 @@ class PyStore:
                 result[n] = self.make(f, tuple(out))
         return result[root]
 
-    def threshold(self, roots: Sequence[int], ks: Sequence[int]) -> list[int]:
+    def threshold(self, roots: Sequence[int], ks: Sequence[int], /) -> list[int]:
         """Per ``k`` of ``ks``: the ordered node of "at least ``k`` of ``roots`` are true"
         (ordered roots, a multiset), by top-down expansion (:meth:`_threshold`); the
         sub-problems are shared by the ``ks`` of one call."""
@@ -265,7 +270,62 @@ class PyStore:
         memo[key] = result
         return result
 
-    def evaluate(self, roots: Sequence[int], x: Sequence[int]) -> bytes:
+    def tree_formulas(self, codes: Sequence[bytes], k: int, /
+                      ) -> tuple[list[list[int]], list[list[int]]]:
+        """``pos[c][l]``, ``neg[c][l]``: ``C^c_l`` and its negation as ordered graphs, per
+        tree code (:func:`rfcircuits.dgcompile.tree_code`: entries children first, the root
+        last) and class. A node whose children all lie below its feature is made directly
+        (states of no branch lead to false); any other is ``∨ (literal ∧ child)`` over its
+        branches by ordered Apply, in branch order."""
+        if k < 1:
+            raise ValueError("tree_formulas needs at least one class")
+        pos: list[list[int]] = [[] for _ in range(k)]
+        neg: list[list[int]] = [[] for _ in range(k)]
+        for code in codes:
+            values: tuple[list[list[int]], list[list[int]]] = ([], [])  # C^c, ¬C^c per entry
+            for entry in _tree_entries(array("i", code)):
+                for polarity, value in enumerate(values):  # node ids follow this call order
+                    if isinstance(entry, int):  # a leaf voting for class ``entry``
+                        value.append([int((c == entry) != polarity) for c in range(k)])
+                    else:
+                        f, branches = entry
+                        value.append([self._tree_node(f, [(blocks, value[i][c])
+                                                          for i, blocks in branches])
+                                      for c in range(k)])
+            for c in range(k):
+                pos[c].append(values[0][-1][c])
+                neg[c].append(values[1][-1][c])
+        return pos, neg
+
+    def _tree_node(self, f: int, kids: list[tuple[list[tuple[int, int]], int]]) -> int:
+        """One node of :meth:`tree_formulas` from its branches ``(state runs, child)``."""
+        rank = self.rank[f]
+        if all(c <= TRUE or self.rank[self.feature[c]] > rank for _, c in kids):
+            return self._runs_node(f, [(s, e, c) for blocks, c in kids for s, e in blocks])
+        out = FALSE
+        for blocks, child in kids:
+            literal = self._runs_node(f, [(s, e, TRUE) for s, e in blocks])
+            out = self._apply(OR, out, self._apply(AND, literal, child))
+        return out
+
+    def _runs_node(self, f: int, runs: list[tuple[int, int, int]]) -> int:
+        """The node of feature ``f`` whose states in the disjoint ``(start, end, child)`` runs
+        lead to their children and all others to false."""
+        out: list[tuple[int, int]] = []
+        covered = 0
+        for start, end, child in sorted(runs):
+            if start < covered or end > self.n_states[f]:
+                raise ValueError(f"node on feature {f}: branch masks overlap or name a state "
+                                 "that does not exist")
+            if start > covered:
+                _push(out, start, FALSE)
+            _push(out, end, child)
+            covered = end
+        if covered < self.n_states[f]:
+            _push(out, self.n_states[f], FALSE)
+        return self.make(f, tuple(out))
+
+    def evaluate(self, roots: Sequence[int], x: Sequence[int], /) -> bytes:
         """Bit ``i`` (little-endian) set when instance ``x`` reaches the true leaf from
         ``roots[i]`` (a state that is not feasible on the path raises ValueError)."""
         value = 0
@@ -278,7 +338,7 @@ class PyStore:
             value |= n << i
         return value.to_bytes((len(roots) + 7) // 8, "little")
 
-    def reachable(self, roots: Iterable[int]) -> list[int]:
+    def reachable(self, roots: Iterable[int], /) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological)."""
         seen: set[int] = set()
         stack = list(roots)
@@ -289,7 +349,7 @@ class PyStore:
                 stack.extend(c for _, c in self._segments[n] if c != GAP)
         return sorted(seen)
 
-    def collect(self, roots: Sequence[int]) -> list[int]:
+    def collect(self, roots: Sequence[int], /) -> list[int]:
         """Keep only the leaves and the nodes below ``roots``, renumbered in ascending order of
         their ids (children still come first); drop the computed tables. Returns the new ids
         of the roots; every other id becomes invalid."""
@@ -306,21 +366,21 @@ class PyStore:
         self.clear()
         return [new[r] for r in roots]
 
-    def clear(self) -> None:
+    def clear(self, /) -> None:
         """Drop the computed tables of Apply (nodes and negations stay)."""
         for table in self._computed:
             table.clear()
 
-    def prepare(self, roots: Sequence[int]) -> None:
+    def prepare(self, roots: Sequence[int], /) -> None:
         """Ready the search of :meth:`min_deviations` below ``roots`` ahead of time: nothing
         to do here (the C store lays the graph out contiguously)."""
 
-    def min_deviations(self, roots: Sequence[int], x: Sequence[int]) -> list[int]:
+    def min_deviations(self, roots: Sequence[int], x: Sequence[int], /) -> list[int]:
         """See :func:`min_deviations`."""
         return min_deviations(self.feature, self.segments, roots, x)
 
     def violations(self, roots: Sequence[int], x: Sequence[int],
-                   boxes: Sequence[bytes]) -> list[Path | None]:
+                   boxes: Sequence[bytes], /) -> list[Path | None]:
         """See :func:`violations`."""
         return violations(self.n_states, self.feature, self.segments, self.reachable(roots),
                           roots, x, boxes)
@@ -553,3 +613,42 @@ def _push(out: list[tuple[int, int]], end: int, child: int) -> None:
         out[-1] = (end, child)
     else:
         out.append((end, child))
+
+
+def segments_branches(segments: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """A node's ``(state mask, child)`` per child from its segments, in the order of the
+    children's lowest states (infeasible segments dropped)."""
+    masks: dict[int, int] = {}  # insertion order = order of the lowest states
+    start = 0
+    for end, child in segments:
+        if child != GAP:
+            masks[child] = masks.get(child, 0) | (1 << end) - (1 << start)
+        start = end
+    return tuple((m, c) for c, m in masks.items())
+
+
+#: A decoded tree-code entry: a leaf's class, or ``(feature, [(child entry, runs), ...])``.
+TreeEntry = int | tuple[int, list[tuple[int, list[tuple[int, int]]]]]
+
+
+def _tree_entries(code: Sequence[int]) -> list[TreeEntry]:
+    """The entries of a tree code (:func:`rfcircuits.dgcompile.tree_code`), in its order."""
+    entries: list[TreeEntry] = []
+    i = 0
+    while i < len(code):
+        if code[i] < 0:
+            entries.append(-1 - code[i])
+            i += 1
+            continue
+        feature, n_branches = code[i], code[i + 1]
+        i += 2
+        branches = []
+        for _ in range(n_branches):
+            child, n_runs = code[i], code[i + 1]
+            branches.append((child, [(code[i + 2 + 2 * r], code[i + 3 + 2 * r])
+                                     for r in range(n_runs)]))
+            i += 2 + 2 * n_runs
+        entries.append((feature, branches))
+    if not entries:
+        raise ValueError("empty tree code")
+    return entries

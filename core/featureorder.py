@@ -5,17 +5,25 @@ do: an order is a performance choice. :func:`feature_order` offers static heuris
 ``auto``, which ranks them by compiling Alg. 3B on a prefix of the trees; :func:`sift`
 improves an order by moving features one at a time, judged on windows of the trees
 (:func:`rfcircuits.dgcompile.compile_dg` sifts ``auto`` orders of wide forests that compile large).
+Both judge orders by a cost function the caller passes (:data:`Created`, in practice
+:func:`rfcircuits.dgcompile.created_nodes`), so that ordering does not import compiling.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.forest import Branching, Forest, topological_order
 
 ORDERS = ("auto", "depth", "usage", "force", "index")
+
+#: ``created(forest, order, max_nodes, counter)``: the nodes Alg. 3B creates compiling
+#: ``forest`` under ``order`` counting votes with ``counter`` (None: the compile's default);
+#: raises :class:`BudgetExceeded` past ``max_nodes``. The cost by which orders are judged.
+Created = Callable[[Forest, list[int], int, str | None], int]
 #: ``auto`` samples growing prefixes of the trees until its best candidate order creates at
 #: least this many nodes (a fraction of a second of Apply).
 SAMPLE_NODES = 50_000
@@ -28,7 +36,8 @@ SIFT_WORK = 30_000_000
 SIFT_PASSES = 2
 
 
-def feature_order(forest: Forest, how: str = "auto") -> list[int]:
+def feature_order(forest: Forest, how: str = "auto", created: Created | None = None
+                  ) -> list[int]:
     """A global feature order for ordered Apply (the graphs' sizes depend on it).
 
     ``depth`` puts features tested near the roots first (by mean test depth, then by use),
@@ -43,13 +52,15 @@ def feature_order(forest: Forest, how: str = "auto") -> list[int]:
     orders much as the whole forest does. Each candidate wins on some forests, and the sample
     counts with the odd-even network whatever the compile counts with, as ranking by another
     counter's work picked orders with larger graphs (docs/decisions.md, "Measurements behind
-    the code's constants and designs").
+    the code's constants and designs"). ``created`` is the compile cost ``auto`` ranks by.
     """
     k = len(forest.features)
     if how == "index":
         return list(range(k))
     if how == "auto":
-        return _sampled_best(forest, [feature_order(forest, h) for h in ORDERS[1:4]])
+        if created is None:
+            raise ValueError("order 'auto' needs the compile cost 'created'")
+        return _sampled_best(forest, [feature_order(forest, h) for h in ORDERS[1:4]], created)
     if how == "force":
         return _force(forest, feature_order(forest, "depth"))
     uses = [0] * k
@@ -102,7 +113,7 @@ def _force(forest: Forest, start: list[int], rounds: int = 50) -> list[int]:
     return best[1]
 
 
-def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
+def sift(forest: Forest, order: list[int], created: Created, work: int = SIFT_WORK,
          deadline: float | None = None) -> list[int]:
     """``order`` improved by sifting (Rudell 1993) on windows of the trees: each feature in
     turn is moved to every other position, and a move is kept when the windows' Alg. 3B
@@ -115,9 +126,8 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
     largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes;
     windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
     some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
-    alone overfits it (docs/decisions.md, "Sifting the order of wide forests")."""
-    from rfcircuits.dgcompile import compile_dg  # dgcompile imports this module
-
+    alone overfits it (docs/decisions.md, "Sifting the order of wide forests"). ``created``
+    measures a compile."""
     trees = forest.trees
     spent = 0
 
@@ -126,11 +136,11 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
         it would exceed ``cap`` (its node budget stops it there)."""
         nonlocal spent
         try:
-            created = compile_dg(sample, order=trial, max_nodes=max(cap, 1)).created
+            made = created(sample, trial, max(cap, 1), None)
         except BudgetExceeded:
-            created = cap + 1
-        spent += created
-        return created
+            made = cap + 1
+        spent += made
+        return made
 
     m = 1
     while m < len(trees) and nodes(Forest(forest.features, forest.classes, trees[:m + 1]),
@@ -171,25 +181,23 @@ def sift(forest: Forest, order: list[int], work: int = SIFT_WORK,
     return order
 
 
-def _sampled_best(forest: Forest, candidates: list[list[int]]) -> list[int]:
+def _sampled_best(forest: Forest, candidates: list[list[int]], created: Created) -> list[int]:
     """The candidate order with which Alg. 3B on a prefix of the trees creates the fewest
-    nodes (see :func:`feature_order`, ``auto``); earlier candidates win ties."""
-    from rfcircuits.dgcompile import compile_dg  # dgcompile imports this module
+    nodes by ``created`` (see :func:`feature_order`, ``auto``); earlier candidates win ties."""
 
     orders = [o for i, o in enumerate(candidates) if o not in candidates[:i]]
     half = max(1, len(forest.trees) // 2)
     m = min(2, half)
     while True:
         sample = Forest(forest.features, forest.classes, forest.trees[:m])
-        created: list[float] = []
+        made: list[float] = []
         for order in orders:
             # Stop an order early once it is 4x worse than the best so far, or too big to sample.
-            budget = int(min(4 * min(created, default=math.inf), 40 * SAMPLE_NODES))
+            budget = int(min(4 * min(made, default=math.inf), 40 * SAMPLE_NODES))
             try:
-                created.append(compile_dg(sample, order=order, max_nodes=budget,
-                                          counter="oddeven").created)
+                made.append(created(sample, order, budget, "oddeven"))
             except BudgetExceeded:
-                created.append(math.inf)
-        if min(created) >= SAMPLE_NODES or 2 * m > half:
-            return orders[created.index(min(created))]
+                made.append(math.inf)
+        if min(made) >= SAMPLE_NODES or 2 * m > half:
+            return orders[made.index(min(made))]
         m *= 2

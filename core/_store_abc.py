@@ -1,0 +1,112 @@
+"""The interface of a decision-graph node store, which :class:`rfcircuits.dgraph.DG` (the
+facade) and the compilers use; declared the way ``dd/_abc.py`` declares the BDD interface that
+dd's Python and CUDD backends implement.
+
+Two stores implement it: :class:`rfcircuits.dgstore.PyStore`, the readable reference, and
+:class:`rfcircuits.cstore.CStore`, the C extension ``rfcircuits._dgstore.Store`` with its own
+limits handled in its Python subclass. For the same calls both create the same nodes with the
+same ids (tests/test_store_interface.py checks every method). Node ``0`` is false, ``1`` true;
+a decision node tests a feature and holds its branches as run-length *segments*
+``((end_exclusive, child), ...)`` over the feature's states, ``GAP`` (-1) for states not
+feasible there; children have smaller ids than parents. ``N`` below is the number of nodes
+held, ``n`` the number of nodes below the roots of a call, ``k`` the number of features.
+Methods take their arguments by position only (the C store's calling convention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+#: A node's segments: ``(end_exclusive, child)`` with increasing ends.
+Segments = tuple[tuple[int, int], ...]
+#: A path to false as its deviating edges ``(node, child)``, top down.
+Path = tuple[tuple[int, int], ...]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Hash-consed decision-graph nodes with ordered Apply, negation, thresholds and the
+    searches the explanations run on a class graph."""
+
+    #: feature[n]: the feature node n tests (``LEAF`` = -1 for the leaves).
+    feature: Sequence[int]
+    #: ordered[n]: feature ranks strictly increase along every path below n.
+    ordered: Sequence[bool]
+
+    def __len__(self) -> int:
+        """The number of nodes held, leaves included. O(1)."""
+
+    def segments(self, n: int, /) -> Segments:
+        """Node ``n``'s segments (empty for a leaf). O(segments)."""
+
+    def branches(self, n: int, /) -> tuple[tuple[int, int], ...]:
+        """Node ``n``'s ``(state mask, child)`` per feasible child, in the order of the
+        children's lowest states (empty for a leaf). O(segments)."""
+
+    def lookup(self, feature: int, segments: Segments, /) -> int:
+        """The id of the node ``(feature, segments)``, or -1 when there is none. O(segments)
+        expected (unique table)."""
+
+    def make(self, feature: int, segments: Segments, /) -> int:
+        """The reduced, hash-consed node of canonical ``segments``: a node whose feasible
+        segments all lead to one child is that child. O(segments) expected; raises the
+        store's budget error past its node budget or deadline."""
+
+    def apply(self, op: int, a: int, b: int, /) -> int:
+        """``a ∧ b`` (op 0) or ``a ∨ b`` (op 1) of two ordered nodes: ordered-diagram Apply,
+        the test-once special case of paper Alg. 4; memoised in the store's computed tables.
+        O(|a| · |b|) nodes visited at worst."""
+
+    def negate(self, root: int, /) -> int:
+        """``¬root``: the same graph with the leaves swapped (the negation step of paper
+        Alg. 3). Memoised both ways; O(n) for the nodes not negated before."""
+
+    def exists(self, root: int, feature: int, /) -> int:
+        """``∃feature. root`` of an ordered node, as an ordered node (the disjunction of the
+        children of each node testing ``feature``, the nodes above rebuilt). O(n) plus the
+        Apply calls."""
+
+    def threshold(self, roots: Sequence[int], ks: Sequence[int], /) -> list[int]:
+        """Per ``k`` of ``ks``: the ordered node of "at least ``k`` of the ordered ``roots``
+        are true" (a multiset), built top-down from the roots' residues; counts votes in
+        place of paper Alg. 1–2's sorting network. Sub-problems are shared by the ``ks``;
+        their memory counts against the node budget."""
+
+    def tree_formulas(self, codes: Sequence[bytes], k: int, /
+                      ) -> tuple[list[list[int]], list[list[int]]]:
+        """``(pos, neg)``: ``pos[c][l]`` is the ordered graph of ``C^c_l`` (tree ``l`` votes
+        for class ``c``) and ``neg[c][l]`` of its negation, for trees in the format of
+        :func:`rfcircuits.dgcompile.tree_code` and ``k`` classes: the tree stage of paper
+        Alg. 3 (closed form ``∨_k ([X ∈ S_k] ∧ C(child))`` by ordered Apply; a node whose
+        children all lie below its feature is made directly). O(tree nodes · k) calls."""
+
+    def evaluate(self, roots: Sequence[int], x: Sequence[int], /) -> bytes:
+        """Bit ``i`` (little-endian) set when instance ``x`` reaches true from ``roots[i]``.
+        O(path lengths)."""
+
+    def reachable(self, roots: Sequence[int], /) -> list[int]:
+        """All node ids below the roots (roots included), ascending (= topological). O(n)."""
+
+    def collect(self, roots: Sequence[int], /) -> list[int]:
+        """Garbage collection: keep the leaves and the nodes below ``roots``, renumbered in
+        ascending order, drop the computed tables, and return the roots' new ids. O(N)."""
+
+    def clear(self, /) -> None:
+        """Drop Apply's computed tables (nodes and negations stay). O(table size)."""
+
+    def prepare(self, roots: Sequence[int], /) -> None:
+        """Do now the instance-independent part of :meth:`min_deviations` below ``roots``
+        (the C store lays the graph out contiguously; the reference has nothing to do)."""
+
+    def min_deviations(self, roots: Sequence[int], x: Sequence[int], /) -> list[int]:
+        """The inclusion-minimal deviation sets of the paths from ``roots`` to false at
+        ``x``, as feature bitmasks by size then value: the NRs (or, on a negated class
+        graph, the CEs), found best-first by size (:func:`rfcircuits.dgstore.min_deviations`).
+        Exponential in the size of the sets at worst; any number of features."""
+
+    def violations(self, roots: Sequence[int], x: Sequence[int], boxes: Sequence[bytes], /
+                   ) -> list[Path | None]:
+        """Per box, a cheapest path from ``roots`` to false that it violates, or None: the
+        GSR search's check of boxes against the general reason
+        (:func:`rfcircuits.dgstore.violations`). O(n · boxes); any number of features."""

@@ -1,0 +1,172 @@
+"""The declared store interface (rfcircuits._store_abc.Store) and its two implementations.
+
+Every member of the Protocol must exist on both store classes with the Protocol's parameters,
+and the stores, driven by the same random calls of every method (on their own, without the
+facade), must return the same values, node ids included, and raise the same errors.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable
+
+import pytest
+
+from rfcircuits import dgraph
+from rfcircuits._store_abc import Store
+from rfcircuits.dgcompile import tree_code
+from rfcircuits.dgstore import FALSE, GAP, TRUE, PyStore
+from rfcircuits.errors import BudgetExceeded
+from rfcircuits.crosscheck.strategies import Limits, random_forest
+
+needs_c = pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
+
+#: The Protocol's methods (its own namespace, not object's or Protocol's machinery).
+METHODS = sorted(name for name, member in vars(Store).items()
+                 if callable(member) and (not name.startswith("_") or name == "__len__"))
+ATTRIBUTES = ("feature", "ordered")
+
+
+def parameters(method: Callable[..., object]) -> list[tuple[str, inspect._ParameterKind]]:
+    """Names and kinds of a method's parameters after ``self``."""
+    return [(p.name, p.kind) for p in list(inspect.signature(method).parameters.values())[1:]]
+
+
+def test_the_protocol_lists_what_the_facade_uses():
+    assert set(METHODS) == {
+        "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
+        "threshold", "tree_formulas", "evaluate", "reachable", "collect", "clear", "prepare",
+        "min_deviations", "violations"}
+    assert set(ATTRIBUTES) <= set(Store.__annotations__)
+    for name in METHODS:
+        assert inspect.getdoc(getattr(Store, name)), name
+
+
+@pytest.mark.parametrize("backend", sorted(dgraph.STORES))
+def test_each_store_has_every_member_with_the_protocols_parameters(backend):
+    cls = dgraph.STORES[backend]
+    for name in METHODS:
+        assert parameters(getattr(cls, name)) == parameters(getattr(Store, name)), (backend, name)
+    store = make_store(cls, [2, 3])
+    for name in ATTRIBUTES:
+        assert list(getattr(store, name)) == ([-1, -1] if name == "feature" else [True, True])
+    assert isinstance(store, Store)
+
+
+def make_store(cls: type[Store], n_states: list[int], rank: list[int] | None = None) -> Store:
+    return cls(n_states, rank if rank is not None else list(range(len(n_states))), None, None,
+               BudgetExceeded, "too many nodes", "too long")
+
+
+def outcome(call: Callable[[], object]) -> object:
+    """The value of a call, or the type of the error it raises (the messages may differ)."""
+    try:
+        return call()
+    except (ValueError, IndexError, TypeError, OverflowError) as error:
+        return type(error).__name__
+
+
+def random_segments(rng: random.Random, n: int, nodes: list[int]) -> tuple[tuple[int, int], ...]:
+    """Canonical segments over ``n`` states: increasing ends ending at ``n``, adjacent ones
+    leading to different children, some states infeasible (``GAP``)."""
+    ends = sorted(rng.sample(range(1, n), rng.randint(0, min(n - 1, 4)))) + [n]
+    out: list[tuple[int, int]] = []
+    for end in ends:
+        child = GAP if rng.random() < 0.15 else rng.choice(nodes)
+        if out and out[-1][1] == child:
+            out[-1] = (end, child)
+        else:
+            out.append((end, child))
+    return tuple(out)
+
+
+def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]:
+    """The same random calls of every interface method on each store; asserts that they
+    agree call by call and returns the trace."""
+    forest = random_forest(rng, Limits(max_trees=4, max_classes=3, max_features=5))
+    n_states = [f.n_states for f in forest.features]
+    rank = list(range(len(n_states)))
+    rng.shuffle(rank)
+    stores = [make_store(cls, n_states, rank) for cls in stores]
+    k = len(n_states)
+    trace: list[object] = []
+
+    def call(method: str, *args: object) -> object:
+        results = [outcome(lambda s=s: getattr(s, method)(*args)) for s in stores]
+        assert all(r == results[0] for r in results), (method, args, results)
+        trace.append((method, results[0]))
+        return results[0]
+
+    codes = [tree_code(t) for t in forest.trees]
+    pos, neg = call("tree_formulas", codes, len(forest.classes))
+    nodes = sorted({FALSE, TRUE, *(n for side in (pos, neg) for ids in side for n in ids)})
+    for _ in range(steps):
+        store = stores[0]
+        ordered = [n for n in nodes if store.ordered[n]]
+        kind = rng.random()
+        f = rng.randrange(k)
+        x = [rng.randrange(n) for n in n_states]
+        if kind < 0.25:
+            made = call("make", f, random_segments(rng, n_states[f], nodes))
+            if isinstance(made, int):
+                nodes.append(made)
+        elif kind < 0.5:
+            nodes.append(call("apply", rng.randrange(2), rng.choice(ordered),
+                              rng.choice(ordered)))
+        elif kind < 0.55:
+            nodes.append(call("negate", rng.choice(nodes)))
+        elif kind < 0.6:
+            nodes.append(call("exists", rng.choice(ordered), f))
+        elif kind < 0.65:
+            roots = [rng.choice(ordered) for _ in range(rng.randint(0, 5))]
+            nodes.extend(call("threshold", roots, [rng.randint(-1, 6) for _ in range(3)]))
+        elif kind < 0.7:
+            call("evaluate", rng.sample(nodes, min(9, len(nodes))), x)
+        elif kind < 0.8:
+            roots = rng.sample(ordered, min(3, len(ordered)))
+            call("reachable", roots)
+            if rng.random() < 0.5:
+                call("prepare", roots)
+            call("min_deviations", roots, x)
+            boxes = []
+            for _ in range(rng.randint(1, 4)):
+                record = bytearray(rng.randrange(2) for _ in range(k))
+                for g, n in enumerate(n_states):  # a box holds x
+                    record += bytes(s == x[g] or rng.random() < 0.4 for s in range(n))
+                boxes.append(bytes(record))
+            call("violations", roots, x, boxes)
+        elif kind < 0.85:
+            n = rng.choice([n for n in nodes if n > TRUE] or [FALSE])
+            if n > TRUE:  # (the C store refuses a leaf's feature, which the reference trusts)
+                call("lookup", store.feature[n], store.segments(n))
+            call("lookup", f, random_segments(rng, n_states[f], nodes))
+        elif kind < 0.9:
+            call("clear")
+        else:
+            kept = rng.sample(nodes, len(nodes) // 2)
+            new = call("collect", kept)
+            nodes = sorted({FALSE, TRUE, *new})
+        for n in rng.sample(nodes, min(5, len(nodes))):
+            call("segments", n)
+            call("branches", n)
+    call("__len__")
+    for name in ATTRIBUTES:
+        columns = [list(getattr(s, name)) for s in stores]
+        assert all(c == columns[0] for c in columns), name
+    return trace
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(25))
+def test_both_stores_agree_on_every_method(seed):
+    rng = random.Random(seed)
+    trace = session(rng, [dgraph.STORES["python"], dgraph.STORES["c"]], 120)
+    used = {method for method, _ in trace}
+    if seed == 0:  # a session calls every method (the others vary)
+        assert used == set(METHODS) - {"prepare"} or used == set(METHODS)
+
+
+def test_python_store_alone_runs_the_session():
+    # Without the C store (a build without a compiler) the session still runs the reference.
+    session(random.Random(99), [PyStore], 80)
