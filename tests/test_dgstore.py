@@ -216,6 +216,7 @@ def test_min_deviations_with_more_root_lists_than_cached_layouts(monkeypatch):
                 dg.feature, dg.store.segments, roots, x)
 
 
+@pytest.mark.skipif("c" not in dgraph.STORES, reason="needs the C store")
 def test_min_deviations_on_a_larger_forest(monkeypatch):
     # Many sets expanded per node (past the C search's inline ones, into growing arrays) and
     # many found sets per level (its memo and pair buckets): the C search equals the Python
