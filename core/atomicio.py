@@ -217,19 +217,15 @@ def record_output(path: str | os.PathLike[str] | None, resume: bool = False,
     kept (a final line cut by a kill is dropped) after ``accept(lines)`` has checked that they
     belong to this run (it raises :class:`InputError` if not). ``what`` names the records in
     the message that reports a kept partial file."""
-    path = None if path is None else os.fspath(path)
-    if path is None or path == "-" or _target(path)[1]:
+    path = "-" if path is None else os.fspath(path)
+    real, is_stream = (path, True) if path == "-" else _target(path)
+    if is_stream:
         if resume:
             raise InputError("--resume needs --out FILE (a regular file): a stream cannot be "
                              "resumed")
-        if path is None or path == "-":
-            yield Records(-1, sys.stdout, [], 0)
-            sys.stdout.flush()
-        else:
-            with _naming(path), open(path, "w", encoding="utf-8") as handle:
-                yield Records(-1, handle, [], 0)
+        with atomic_open(path) as handle:  # a stream: written to as it is
+            yield Records(-1, handle, [], 0)
         return
-    real = _target(path)[0]
     partial = real + PARTIAL
     existed = os.path.exists(partial)
     fd = -1

@@ -67,10 +67,8 @@ def _leave_signals(parent: int, mask: Iterable[int]) -> None:
     """Forked workers inherit the parent's handlers, which would turn the SIGTERM that
     ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback; and its process group
     (module docstring)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if hasattr(os, "setpgid"):
         os.setpgid(0, 0)
