@@ -283,10 +283,12 @@ def expected_status(command: Command, sig: int, run: Run, settled: bool) -> bool
     are ``settled``: the previous output or the complete reference one, no partial output."""
     if run.status in (command.ok, 128 + sig, -sig):
         return run.status != -sig or sig == signal.SIGKILL or settled
-    # the interpreter's own start-up (site import) ends with a fatal error for SIGINT
+    # the interpreter's own start-up (site import) ends with a fatal error for SIGINT, and a
+    # class body being defined at import wraps it in a RuntimeError from __set_name__
     return sig == signal.SIGINT and run.status == 1 and settled and \
         (run.stderr.rstrip().endswith("KeyboardInterrupt") or
-         "Fatal Python error" in run.stderr and "KeyboardInterrupt" in run.stderr)
+         "KeyboardInterrupt" in run.stderr and ("Fatal Python error" in run.stderr or
+                                               "Error calling __set_name__" in run.stderr))
 
 
 def fault(command: Command, inputs: Path, root: Path, sig: int, delay: float, group: bool,
