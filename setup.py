@@ -7,6 +7,7 @@ the build prints one notice saying how to get the C store. ``rfcircuits --versio
 store in use.
 """
 
+import glob
 import os
 import stat
 import sys
@@ -72,6 +73,7 @@ FLAGS = [] if sys.platform == "win32" else ["-O2"]
 
 setup(
     ext_modules=[Extension("rfcircuits._dgstore", ["core/_dgstore.c"],
+                           depends=sorted(glob.glob("core/csrc/*")),
                            extra_compile_args=FLAGS)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

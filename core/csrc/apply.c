@@ -1,0 +1,319 @@
+/* Ordered Apply (PyStore.apply) with its computed tables, negation (PyStore.negate) and
+ * existential projection (PyStore.exists).
+ * Part of the C store: see core/_dgstore.c. */
+
+#include "store.h"
+
+/* -- computed tables ------------------------------------------------------------------- */
+
+static int table_init(Table *T, size_t cap)
+{
+    T->slots = PyMem_Malloc(cap * sizeof(Entry));
+    if (T->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(T->slots, 0xff, cap * sizeof(Entry));
+    T->mask = cap - 1;
+    T->used = 0;
+    return 0;
+}
+
+static int32_t table_find(const Table *T, int32_t a, int32_t b)
+{
+    size_t i = pair_hash(a, b) & T->mask;
+    for (;;) {
+        const Entry *e = &T->slots[i];
+        if (e->a < 0)
+            return -1;
+        if (e->a == a && e->b == b)
+            return e->r;
+        i = (i + 1) & T->mask;
+    }
+}
+
+static void table_put(Table *T, int32_t a, int32_t b, int32_t r)
+{
+    size_t i = pair_hash(a, b) & T->mask;
+    while (T->slots[i].a >= 0 && !(T->slots[i].a == a && T->slots[i].b == b))
+        i = (i + 1) & T->mask;
+    if (T->slots[i].a < 0)
+        T->used++;
+    T->slots[i] = (Entry){a, b, r};
+}
+
+static int table_insert(Table *T, int32_t a, int32_t b, int32_t r)
+{
+    if (2 * (T->used + 1) > T->mask + 1) {
+        Table bigger;
+        if (table_init(&bigger, 2 * (T->mask + 1)) < 0)
+            return -1;
+        for (size_t i = 0; i <= T->mask; i++)
+            if (T->slots[i].a >= 0)
+                table_put(&bigger, T->slots[i].a, T->slots[i].b, T->slots[i].r);
+        PyMem_Free(T->slots);
+        *T = bigger;
+    }
+    table_put(T, a, b, r);
+    return 0;
+}
+
+/* -- ordered Apply (PyStore._apply) ---------------------------------------------------- */
+
+/* The result when a leaf operand or a == b decides a op b, else -1. */
+static inline int32_t terminal(int op, int32_t a, int32_t b)
+{
+    if (op == OP_AND) {
+        if (a == 0 || b == 0)
+            return 0;
+        if (a == 1 || a == b)
+            return b;
+        if (b == 1)
+            return a;
+    }
+    else {
+        if (a == 1 || b == 1)
+            return 1;
+        if (a == 0 || a == b)
+            return b;
+        if (b == 0)
+            return a;
+    }
+    return -1;
+}
+
+/* Queue the sub-problem a op b of the segment ending at `end` (a == GAP: infeasible), and
+ * prefetch its computed-table slot: the tables outgrow the CPU caches, and issuing all of a
+ * node's lookups before the first recursion overlaps their memory latencies. */
+static int push_job(Store *S, int op, int32_t end, int32_t a, int32_t b)
+{
+    if (reserve((void **)&S->jobs, &S->cap_jobs, S->n_jobs + 1, sizeof(Job)) < 0)
+        return -1;
+    S->jobs[S->n_jobs++] = (Job){end, a, b};
+#if defined(__GNUC__)
+    if (a != GAP && terminal(op, a, b) < 0) {
+        const Table *T = &S->computed[op];
+        __builtin_prefetch(&T->slots[(a < b ? pair_hash(a, b) : pair_hash(b, a)) & T->mask]);
+        __builtin_prefetch(&S->node[a]);
+        __builtin_prefetch(&S->node[b]);
+    }
+#endif
+    return 0;
+}
+
+static int32_t apply_rec(Store *S, int op, int32_t a, int32_t b)
+{
+    int32_t r = terminal(op, a, b);
+    if (r >= 0)
+        return r;
+    if (a > b) { /* commutative: one cache entry per unordered pair */
+        int32_t t = a;
+        a = b;
+        b = t;
+    }
+    r = table_find(&S->computed[op], a, b);
+    if (r >= 0)
+        return r;
+    if (tick(S) < 0)
+        return ERR;
+    Node na = S->node[a], nb = S->node[b];
+    int32_t ra = S->rank[na.feat], rb = S->rank[nb.feat];
+    int32_t f = ra <= rb ? na.feat : nb.feat;
+    size_t base = S->n_scratch, jobs = S->n_jobs;
+    if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */
+        const Seg *sa = S->segs + na.first, *sb = S->segs + nb.first;
+        for (;;) {
+            int32_t end = sa->end < sb->end ? sa->end : sb->end;
+            int gap = sa->child == GAP || sb->child == GAP;
+            if (push_job(S, op, end, gap ? GAP : sa->child, sb->child) < 0)
+                goto fail;
+            if (end == S->n_states[f])
+                break;
+            sa += sa->end == end;
+            sb += sb->end == end;
+        }
+    }
+    else { /* the operand testing first branches; the other is constant along its branches */
+        Node top = ra < rb ? na : nb;
+        int32_t other = ra < rb ? b : a;
+        for (const Seg *s = S->segs + top.first; s < S->segs + top.first + top.nseg; s++)
+            if (push_job(S, op, s->end, s->child, other) < 0)
+                goto fail;
+    }
+    /* Recursion may move the pool, the job stack and the scratch stack: indices only. */
+    for (size_t q = jobs; q < S->n_jobs; q++) {
+        Job job = S->jobs[q];
+        int32_t child = job.a == GAP ? GAP : apply_rec(S, op, job.a, job.b);
+        if (child == ERR || push_seg(S, base, job.end, child) < 0)
+            goto fail;
+    }
+    r = make_node(S, f, S->scratch + base, S->n_scratch - base);
+    S->n_scratch = base;
+    S->n_jobs = jobs;
+    if (r == ERR || table_insert(&S->computed[op], a, b, r) < 0)
+        return ERR;
+    return r;
+fail:
+    S->n_scratch = base;
+    S->n_jobs = jobs;
+    return ERR;
+}
+
+static int32_t negate(Store *S, int32_t root)
+{
+    if (S->neg[root] >= 0)
+        return S->neg[root];
+    IntVec pending = {NULL, 0, 0};
+    uint32_t ep = next_epoch(S);
+    S->mark[root] = ep;
+    if (vec_push(&pending, root) < 0 || reach(S, &pending, ep, 1) < 0)
+        goto fail;
+    qsort(pending.v, pending.n, sizeof(int32_t), cmp_int32);
+    for (size_t p = 0; p < pending.n; p++) {
+        int32_t n = pending.v[p];
+        if (S->neg[n] >= 0)
+            continue;
+        Node d = S->node[n];
+        size_t k = d.nseg, base = S->n_scratch;
+        if (reserve((void **)&S->scratch, &S->cap_scratch, base + k, sizeof(Seg)) < 0)
+            goto fail;
+        for (size_t i = 0; i < k; i++) {
+            Seg s = S->segs[d.first + i];
+            S->scratch[base + i] = (Seg){s.end, s.child == GAP ? GAP : S->neg[s.child]};
+        }
+        int32_t m = make_node(S, d.feat, S->scratch + base, k);
+        if (m == ERR)
+            goto fail;
+        S->neg[n] = m;
+        S->neg[m] = n;
+    }
+    PyMem_Free(pending.v);
+    return S->neg[root];
+fail:
+    PyMem_Free(pending.v);
+    return ERR;
+}
+
+/* PyStore.exists: ∃f. root of an ordered root, over the nodes below it in ascending order
+ * (children first); a node testing f becomes the disjunction of its children (a balanced
+ * tree of them, in segment order), a node above it is rebuilt on its children's results. */
+static int32_t exists(Store *S, int32_t root, int32_t f)
+{
+    IntVec nodes = {NULL, 0, 0}, kids = {NULL, 0, 0};
+    int32_t r = ERR, rank = S->rank[f];
+    /* Indexed by node id but written and read only below root: the untouched pages of a
+     * large allocation are never mapped. */
+    int32_t *result = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
+    uint32_t ep = next_epoch(S);
+    S->mark[root] = ep;
+    if (result == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (vec_push(&nodes, root) < 0 || reach(S, &nodes, ep, 0) < 0)
+        goto done;
+    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
+    for (size_t p = 0; p < nodes.n; p++) {
+        int32_t n = nodes.v[p];
+        Node d = S->node[n];
+        if (n <= 1 || S->rank[d.feat] > rank) { /* ordered: f is not tested below n */
+            result[n] = n;
+            continue;
+        }
+        if (d.feat == f) {
+            kids.n = 0;
+            for (size_t i = 0; i < d.nseg; i++)
+                if (S->segs[d.first + i].child != GAP
+                    && vec_push(&kids, S->segs[d.first + i].child) < 0)
+                    goto done;
+            while (kids.n > 1) { /* Apply may move the pool: kids holds ids */
+                size_t m = 0;
+                for (size_t i = 0; i < kids.n; i += 2) {
+                    int32_t c = i + 1 < kids.n ? apply_rec(S, OP_OR, kids.v[i], kids.v[i + 1])
+                                               : kids.v[i];
+                    if (c == ERR)
+                        goto done;
+                    kids.v[m++] = c;
+                }
+                kids.n = m;
+            }
+            result[n] = kids.v[0];
+            continue;
+        }
+        size_t base = S->n_scratch;
+        for (size_t i = 0; i < d.nseg; i++) {
+            Seg s = S->segs[d.first + i];
+            if (push_seg(S, base, s.end, s.child == GAP ? GAP : result[s.child]) < 0) {
+                S->n_scratch = base;
+                goto done;
+            }
+        }
+        result[n] = make_node(S, d.feat, S->scratch + base, S->n_scratch - base);
+        S->n_scratch = base;
+        if (result[n] == ERR)
+            goto done;
+    }
+    r = result[root];
+done:
+    PyMem_Free(kids.v);
+    PyMem_Free(result);
+    PyMem_Free(nodes.v);
+    return r;
+}
+
+static int reset_computed(Store *S)
+{
+    for (int op = 0; op < 2; op++) {
+        Table fresh;
+        if (table_init(&fresh, MIN_TABLE) < 0)
+            return -1;
+        PyMem_Free(S->computed[op].slots);
+        S->computed[op] = fresh;
+    }
+    return 0;
+}
+
+/* PyStore.collect. Ascending renumbering lets one forward pass compact the node records,
+ * the segment pool and the negations in place: a kept node's new id and segment offset are
+ * never above its old ones, and a node's children are renumbered before it. */
+
+static PyObject *Store_apply(Store *S, PyObject *args)
+{
+    int op;
+    PyObject *aobj, *bobj;
+    int32_t a, b;
+    if (!PyArg_ParseTuple(args, "iOO:apply", &op, &aobj, &bobj) || node_arg(S, aobj, &a) < 0
+        || node_arg(S, bobj, &b) < 0)
+        return NULL;
+    if (op != OP_AND && op != OP_OR) {
+        PyErr_SetString(PyExc_ValueError, "op must be 0 (and) or 1 (or)");
+        return NULL;
+    }
+    if (!S->node[a].ord || !S->node[b].ord) { /* also what bounds the C recursion depth */
+        PyErr_SetString(PyExc_ValueError, "ordered Apply needs ordered operands");
+        return NULL;
+    }
+    return id_result(apply_rec(S, op, a, b));
+}
+
+static PyObject *Store_negate(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    return id_result(negate(S, n));
+}
+
+static PyObject *Store_exists(Store *S, PyObject *args)
+{
+    PyObject *robj, *fobj;
+    int32_t root, f;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &fobj) || node_arg(S, robj, &root) < 0
+        || feature_arg(S, fobj, &f) < 0)
+        return NULL;
+    if (!S->node[root].ord) {
+        PyErr_SetString(PyExc_ValueError, "exists needs an ordered node");
+        return NULL;
+    }
+    return id_result(exists(S, root, f));
+}

@@ -1,0 +1,546 @@
+/* The Store type's remaining methods, its per-node columns, and the module.
+ * Part of the C store: see core/_dgstore.c. */
+
+#include "store.h"
+
+static PyObject *Store_make(Store *S, PyObject *args)
+{
+    PyObject *fobj, *segs;
+    int32_t f;
+    size_t k, base = S->n_scratch;
+    if (!PyArg_ParseTuple(args, "OO:make", &fobj, &segs) || feature_arg(S, fobj, &f) < 0
+        || parse_segments(S, f, segs, &k) < 0)
+        return NULL;
+    int32_t n = make_node(S, f, S->scratch + base, k);
+    S->n_scratch = base;
+    return id_result(n);
+}
+
+static PyObject *Store_lookup(Store *S, PyObject *args)
+{
+    PyObject *fobj, *segs;
+    int32_t f;
+    size_t k, slot, base = S->n_scratch;
+    if (!PyArg_ParseTuple(args, "OO:lookup", &fobj, &segs) || feature_arg(S, fobj, &f) < 0
+        || parse_segments(S, f, segs, &k) < 0)
+        return NULL;
+    const Seg *s = S->scratch + base;
+    int32_t n = unique_find(S, f, s, k, node_hash(f, s, k), &slot);
+    S->n_scratch = base;
+    return PyLong_FromLong(n);
+}
+
+static PyObject *Store_segments(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg;
+    PyObject *out = PyTuple_New((Py_ssize_t)k);
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < k; i++) {
+        PyObject *seg = Py_BuildValue("(ii)", S->segs[lo + i].end, S->segs[lo + i].child);
+        if (seg == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, (Py_ssize_t)i, seg);
+    }
+    return out;
+}
+
+/* The states [start, end) as a Python int bitmask. */
+static PyObject *state_range(int32_t start, int32_t end)
+{
+    if (end <= 64) {
+        uint64_t hi = end == 64 ? ~0ull : (1ull << end) - 1;
+        return PyLong_FromUnsignedLongLong(hi & ~((1ull << start) - 1));
+    }
+    PyObject *one = PyLong_FromLong(1), *a = NULL, *b = NULL, *out = NULL;
+    PyObject *e = PyLong_FromLong(end), *s = PyLong_FromLong(start);
+    if (one && e && s && (a = PyNumber_Lshift(one, e)) && (b = PyNumber_Lshift(one, s)))
+        out = PyNumber_Subtract(a, b);
+    Py_XDECREF(one);
+    Py_XDECREF(e);
+    Py_XDECREF(s);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return out;
+}
+
+/* DG.branches of node n: ((state mask, child), ...), each child's segments joined, in the
+ * order of their lowest states (what core/dgraph.py's segments_branches makes of segments). */
+static PyObject *Store_branches(Store *S, PyObject *arg)
+{
+    int32_t n;
+    if (node_arg(S, arg, &n) < 0)
+        return NULL;
+    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg, m = 0;
+    int32_t *kids = PyMem_Malloc((k ? k : 1) * sizeof(int32_t));
+    PyObject **masks = PyMem_Calloc(k ? k : 1, sizeof(PyObject *)), *out = NULL;
+    if (kids == NULL || masks == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t i = 0, start = 0; i < k; start = (size_t)S->segs[lo + i++].end) {
+        int32_t child = S->segs[lo + i].child;
+        if (child == GAP)
+            continue;
+        PyObject *part = state_range((int32_t)start, S->segs[lo + i].end);
+        if (part == NULL)
+            goto done;
+        size_t j = 0;
+        while (j < m && kids[j] != child)
+            j++;
+        if (j == m) {
+            kids[m] = child;
+            masks[m++] = part;
+        } else {
+            PyObject *joined = PyNumber_Or(masks[j], part);
+            Py_DECREF(part);
+            if (joined == NULL)
+                goto done;
+            Py_SETREF(masks[j], joined);
+        }
+    }
+    out = PyTuple_New((Py_ssize_t)m);
+    for (size_t j = 0; out != NULL && j < m; j++) {
+        PyObject *pair = Py_BuildValue("(Oi)", masks[j], kids[j]);
+        if (pair == NULL)
+            Py_CLEAR(out);
+        else
+            PyTuple_SET_ITEM(out, (Py_ssize_t)j, pair);
+    }
+done:
+    for (size_t j = 0; masks != NULL && j < m; j++)
+        Py_DECREF(masks[j]);
+    PyMem_Free(kids);
+    PyMem_Free(masks);
+    return out;
+}
+
+static PyObject *Store_evaluate(Store *S, PyObject *args)
+{
+    PyObject *robj, *xobj, *out = NULL;
+    IntVec roots = {NULL, 0, 0};
+    int32_t *x = NULL;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &xobj) || roots_arg(S, robj, &roots) < 0
+        || instance_arg(S, xobj, &x) < 0)
+        goto done;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(roots.n + 7) / 8);
+    if (out == NULL)
+        goto done;
+    unsigned char *value = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(value, 0, (roots.n + 7) / 8);
+    for (size_t i = 0; i < roots.n; i++) {
+        int32_t n = roots.v[i];
+        while (n > 1) {
+            const Seg *s = S->segs + S->node[n].first;
+            int32_t state = x[S->node[n].feat];
+            while (s->end <= state)
+                s++;
+            n = s->child;
+        }
+        if (n == GAP) {
+            PyErr_SetString(PyExc_ValueError, "the instance's state is not feasible on its path");
+            Py_CLEAR(out);
+            goto done;
+        }
+        value[i / 8] |= (unsigned char)(n << (i % 8));
+    }
+done:
+    PyMem_Free(roots.v);
+    PyMem_Free(x);
+    return out;
+}
+
+static PyObject *Store_reachable(Store *S, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "roots must be a sequence of node ids");
+    if (seq == NULL)
+        return NULL;
+    IntVec nodes = {NULL, 0, 0};
+    PyObject *out = NULL;
+    uint32_t ep = next_epoch(S);
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        int32_t n;
+        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0)
+            goto done;
+        if (S->mark[n] != ep) {
+            S->mark[n] = ep;
+            if (vec_push(&nodes, n) < 0)
+                goto done;
+        }
+    }
+    if (reach(S, &nodes, ep, 0) < 0)
+        goto done;
+    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
+    out = PyList_New((Py_ssize_t)nodes.n);
+    if (out == NULL)
+        goto done;
+    for (size_t i = 0; i < nodes.n; i++) {
+        PyObject *id = PyLong_FromLong(nodes.v[i]);
+        if (id == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, id);
+    }
+done:
+    PyMem_Free(nodes.v);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyObject *Store_collect(Store *S, PyObject *arg)
+{
+    IntVec roots = {NULL, 0, 0}, keep = {NULL, 0, 0};
+    int32_t *map = NULL;
+    Slot *unique = NULL;
+    Table fresh[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    PyObject *out = NULL;
+    if (roots_arg(S, arg, &roots) < 0)
+        goto done;
+    layouts_clear(S); /* node ids change */
+    uint32_t ep = next_epoch(S);
+    for (int32_t leaf = 0; leaf < 2; leaf++) {
+        S->mark[leaf] = ep;
+        if (vec_push(&keep, leaf) < 0)
+            goto done;
+    }
+    for (size_t i = 0; i < roots.n; i++)
+        if (S->mark[roots.v[i]] != ep) {
+            S->mark[roots.v[i]] = ep;
+            if (vec_push(&keep, roots.v[i]) < 0)
+                goto done;
+        }
+    if (reach(S, &keep, ep, 0) < 0)
+        goto done;
+    qsort(keep.v, keep.n, sizeof(int32_t), cmp_int32);
+    size_t count = keep.n, slots = MIN_TABLE;
+    while (slots < 2 * count)
+        slots *= 2;
+    map = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
+    unique = PyMem_Malloc(slots * sizeof(Slot));
+    if (map == NULL || unique == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memset(map, 0xff, S->n_nodes * sizeof(int32_t));
+    for (size_t i = 0; i < count; i++)
+        map[keep.v[i]] = (int32_t)i;
+    if (table_init(&fresh[0], MIN_TABLE) < 0 || table_init(&fresh[1], MIN_TABLE) < 0
+        || (out = PyList_New((Py_ssize_t)roots.n)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)roots.n; i++) {
+        PyObject *id = PyLong_FromLong(map[roots.v[i]]);
+        if (id == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, id);
+    }
+    /* Nothing below can fail: the store is rewritten from here on. */
+    memset(unique, 0xff, slots * sizeof(Slot));
+    int64_t pos = 0;
+    for (size_t i = 0; i < count; i++) {
+        int32_t old = keep.v[i];
+        Node d = S->node[old];
+        Seg *s = S->segs + pos;
+        memmove(s, S->segs + d.first, d.nseg * sizeof(Seg));
+        for (uint32_t j = 0; j < d.nseg; j++)
+            if (s[j].child != GAP)
+                s[j].child = map[s[j].child];
+        S->node[i] = (Node){pos, d.feat, d.nseg, d.ord};
+        S->neg[i] = S->neg[old] >= 0 ? map[S->neg[old]] : -1;
+        S->mark[i] = 0;
+        pos += d.nseg;
+        if (i >= 2) {
+            uint32_t h = node_hash(d.feat, s, d.nseg);
+            size_t k = h & (slots - 1);
+            while (unique[k].id >= 0)
+                k = (k + 1) & (slots - 1);
+            unique[k] = (Slot){(int32_t)i, h};
+        }
+    }
+    S->n_nodes = count;
+    S->n_segs = (size_t)pos;
+    S->epoch = 0;
+    PyMem_Free(S->unique);
+    S->unique = unique;
+    S->unique_mask = slots - 1;
+    unique = NULL;
+    for (int op = 0; op < 2; op++) {
+        PyMem_Free(S->computed[op].slots);
+        S->computed[op] = fresh[op];
+        fresh[op].slots = NULL;
+    }
+done:
+    PyMem_Free(roots.v);
+    PyMem_Free(keep.v);
+    PyMem_Free(map);
+    PyMem_Free(unique);
+    PyMem_Free(fresh[0].slots);
+    PyMem_Free(fresh[1].slots);
+    return out;
+}
+
+static PyObject *Store_clear(Store *S, PyObject *Py_UNUSED(ignored))
+{
+    if (reset_computed(S) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t Store_len(Store *S)
+{
+    return (Py_ssize_t)S->n_nodes;
+}
+
+static PyObject *Store_column(Store *S, void *kind)
+{
+    Column *c = PyObject_New(Column, &ColumnType);
+    if (c == NULL)
+        return NULL;
+    Py_INCREF(S);
+    c->store = S;
+    c->kind = (int)(intptr_t)kind;
+    return (PyObject *)c;
+}
+
+/* Fill a per-feature int array from a Python sequence of length n_features. */
+
+static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"n_states", "rank", "max_nodes", "deadline", "error",
+                             "nodes_message", "time_message", NULL};
+    PyObject *n_states, *rank, *max_nodes, *deadline, *error, *nodes_message, *time_message;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOUU:Store", kwlist, &n_states, &rank,
+                                     &max_nodes, &deadline, &error, &nodes_message,
+                                     &time_message))
+        return NULL;
+    Py_ssize_t k = PyObject_Length(n_states);
+    if (k < 0)
+        return NULL;
+    Store *S = (Store *)type->tp_alloc(type, 0); /* zeroed: dealloc is safe at any point */
+    if (S == NULL)
+        return NULL;
+    S->n_features = k;
+    Py_INCREF(error);
+    S->error = error;
+    Py_INCREF(nodes_message);
+    S->nodes_message = nodes_message;
+    Py_INCREF(time_message);
+    S->time_message = time_message;
+    S->max_nodes = -1;
+    if (max_nodes != Py_None) {
+        S->max_nodes = PyLong_AsLongLong(max_nodes);
+        if (S->max_nodes == -1 && PyErr_Occurred())
+            goto fail;
+        if (S->max_nodes < 0)
+            S->max_nodes = 0;
+    }
+    if (deadline != Py_None) {
+        S->deadline = PyFloat_AsDouble(deadline);
+        if (S->deadline == -1.0 && PyErr_Occurred())
+            goto fail;
+        S->has_deadline = 1;
+    }
+    if (int_array(n_states, k, &S->n_states, "n_states") < 0
+        || int_array(rank, k, &S->rank, "rank") < 0)
+        goto fail;
+    for (Py_ssize_t f = 0; f < k; f++)
+        if (S->n_states[f] < 1 || S->rank[f] >= k) {
+            PyErr_SetString(PyExc_ValueError, "bad n_states or rank");
+            goto fail;
+        }
+    S->unique = PyMem_Malloc(MIN_TABLE * sizeof(Slot));
+    if (S->unique == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    memset(S->unique, 0xff, MIN_TABLE * sizeof(Slot));
+    S->unique_mask = MIN_TABLE - 1;
+    if (table_init(&S->computed[0], MIN_TABLE) < 0 || table_init(&S->computed[1], MIN_TABLE) < 0
+        || reserve_nodes(S, 2) < 0)
+        goto fail;
+    for (int n = 0; n < 2; n++) { /* the leaves: false (0) and true (1) */
+        S->node[n] = (Node){0, LEAF, 0, 1};
+        S->neg[n] = 1 - n;
+        S->mark[n] = 0;
+    }
+    S->n_nodes = 2;
+    return (PyObject *)S;
+fail:
+    Py_DECREF(S);
+    return NULL;
+}
+
+static void Store_dealloc(Store *S)
+{
+    PyMem_Free(S->n_states);
+    PyMem_Free(S->rank);
+    PyMem_Free(S->node);
+    PyMem_Free(S->neg);
+    PyMem_Free(S->mark);
+    PyMem_Free(S->segs);
+    PyMem_Free(S->unique);
+    PyMem_Free(S->computed[0].slots);
+    PyMem_Free(S->computed[1].slots);
+    PyMem_Free(S->scratch);
+    PyMem_Free(S->jobs);
+    layouts_clear(S);
+    if (S->search != NULL) {
+        search_trim(S->search, 1);
+        PyMem_Free(S->search);
+    }
+    Py_XDECREF(S->error);
+    Py_XDECREF(S->nodes_message);
+    Py_XDECREF(S->time_message);
+    Py_TYPE(S)->tp_free((PyObject *)S);
+}
+
+static PyMethodDef Store_methods[] = {
+    {"make", (PyCFunction)Store_make, METH_VARARGS,
+     "make($self, feature, segments, /)\n--\n\n"
+     "The id of the reduced, hash-consed node (segments validated)."},
+    {"lookup", (PyCFunction)Store_lookup, METH_VARARGS,
+     "lookup($self, feature, segments, /)\n--\n\n"
+     "The id of that node, or -1."},
+    {"segments", (PyCFunction)Store_segments, METH_O,
+     "segments($self, n, /)\n--\n\n"
+     "((end, child), ...) of node n (empty for a leaf)."},
+    {"branches", (PyCFunction)Store_branches, METH_O,
+     "branches($self, n, /)\n--\n\n"
+     "((state mask, child), ...) of node n, by lowest state (empty for a leaf)."},
+    {"apply", (PyCFunction)Store_apply, METH_VARARGS,
+     "apply($self, op, a, b, /)\n--\n\n"
+     "a and b (op 0) or a or b (op 1) of two ordered nodes."},
+    {"negate", (PyCFunction)Store_negate, METH_O,
+     "negate($self, root, /)\n--\n\n"
+     "The node with leaves swapped."},
+    {"exists", (PyCFunction)Store_exists, METH_VARARGS,
+     "exists($self, root, feature, /)\n--\n\n"
+     "The ordered node of: some state of feature satisfies root."},
+    {"threshold", (PyCFunction)Store_threshold, METH_VARARGS,
+     "threshold($self, roots, ks, /)\n--\n\n"
+     "Per k the ordered node of: at least k of roots are true."},
+    {"tree_formulas", (PyCFunction)Store_tree_formulas, METH_VARARGS,
+     "tree_formulas($self, codes, k, /)\n--\n\n"
+     "(pos, neg): C^c_l and ¬C^c_l of trees (rfcircuits.dgcompile)."},
+    {"evaluate", (PyCFunction)Store_evaluate, METH_VARARGS,
+     "evaluate($self, roots, x, /)\n--\n\n"
+     "bytes whose bit i (little-endian) is set if x satisfies roots[i]."},
+    {"reachable", (PyCFunction)Store_reachable, METH_O,
+     "reachable($self, roots, /)\n--\n\n"
+     "Ascending ids of all nodes below the roots."},
+    {"collect", (PyCFunction)Store_collect, METH_O,
+     "collect($self, roots, /)\n--\n\n"
+     "New ids of the roots; keeps only the nodes below them, renumbered."},
+    {"clear", (PyCFunction)Store_clear, METH_NOARGS,
+     "clear($self, /)\n--\n\n"
+     "Drop Apply's computed tables."},
+    {"prepare", (PyCFunction)Store_prepare, METH_O,
+     "prepare($self, roots, /)\n--\n\n"
+     "Lay out the graph below roots for min_deviations now (cached)."},
+    {"min_deviations", (PyCFunction)Store_min_deviations, METH_VARARGS,
+     "min_deviations($self, roots, x, /)\n--\n\n"
+     "Minimal deviation sets of the paths to false (bitmasks)."},
+    {"violations", (PyCFunction)Store_violations, METH_VARARGS,
+     "violations($self, roots, x, boxes, /)\n--\n\n"
+     "Per box a cheapest violated path to false, or None."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Store_getset[] = {
+    {"feature", (getter)Store_column, NULL, "feature[n]: feature of node n (-1: leaf).",
+     (void *)0},
+    {"ordered", (getter)Store_column, NULL, "ordered[n]: node n is ordered.", (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Store_as_sequence = {.sq_length = (lenfunc)Store_len};
+
+static PyTypeObject StoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rfcircuits._dgstore.Store",
+    .tp_doc = "Decision-graph node store (C twin of rfcircuits.dgstore.PyStore).",
+    .tp_basicsize = sizeof(Store),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, /* rfcircuits.cstore extends it */
+    .tp_new = Store_new,
+    .tp_dealloc = (destructor)Store_dealloc,
+    .tp_methods = Store_methods,
+    .tp_getset = Store_getset,
+    .tp_as_sequence = &Store_as_sequence,
+};
+
+/* -- columns: read-only sequence views of per-node data -------------------------------- */
+
+static Py_ssize_t Column_len(Column *c)
+{
+    return (Py_ssize_t)c->store->n_nodes;
+}
+
+static PyObject *Column_item(Column *c, Py_ssize_t i)
+{
+    Store *S = c->store;
+    if (i < 0 || (size_t)i >= S->n_nodes) {
+        PyErr_SetString(PyExc_IndexError, "node id out of range");
+        return NULL;
+    }
+    if (c->kind == 0)
+        return PyLong_FromLong(S->node[i].feat);
+    return PyBool_FromLong(S->node[i].ord);
+}
+
+static void Column_dealloc(Column *c)
+{
+    Py_DECREF(c->store);
+    PyObject_Free(c);
+}
+
+static PySequenceMethods Column_as_sequence = {
+    .sq_length = (lenfunc)Column_len,
+    .sq_item = (ssizeargfunc)Column_item,
+};
+
+static PyTypeObject ColumnType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rfcircuits._dgstore.Column",
+    .tp_doc = "Read-only view of one per-node array of a Store.",
+    .tp_basicsize = sizeof(Column),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Column_dealloc,
+    .tp_as_sequence = &Column_as_sequence,
+};
+
+static PyMethodDef module_methods[] = {
+    {"hitting_sets", hitting_sets, METH_VARARGS,
+     "hitting_sets(edges: bytes, width: int) -> bytes: minimal hitting sets (rfcircuits.primes)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_dgstore",
+    .m_doc = "Decision-graph node store with ordered Apply (see core/dgstore.py).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__dgstore(void)
+{
+    if (PyType_Ready(&StoreType) < 0 || PyType_Ready(&ColumnType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&StoreType);
+    if (PyModule_AddObject(m, "Store", (PyObject *)&StoreType) < 0) {
+        Py_DECREF(&StoreType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
