@@ -73,7 +73,7 @@ FLAGS = [] if sys.platform == "win32" else ["-O2"]
 
 setup(
     ext_modules=[Extension("rfcircuits._dgstore", ["core/_dgstore.c"],
-                           depends=sorted(glob.glob("core/csrc/*")),
+                           depends=sorted(glob.glob("core/c-store/*")),
                            extra_compile_args=FLAGS)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -4,7 +4,7 @@
  * the ordered special case of Alg. 4, used as the comparators of the sorting networks of
  * Alg. 3B/3A).
  *
- * Files. One concept per file under core/csrc/, compiled as one translation unit (this file
+ * Files. One concept per file under core/c-store/, compiled as one translation unit (this file
  * includes them in dependency order, so that their static functions stay inlinable):
  *   store.h       the types: nodes, segments, tables, the Store object;
  *   nodes.c       memory, the node arena and unique table, limits, traversals;
@@ -17,14 +17,21 @@
  *   hitting.c     minimal hitting sets (MMCS, the SR dualisation);
  *   module.c      the Store type's remaining methods and the module.
  *
- * Layout. Nodes are appended (and compacted in place by collect): a node id indexes an array
- * of 16-byte records (first segment, feature, number of segments, ordered flag), and the
- * segments of all nodes sit in one pool. A segment is (end_exclusive, child) over the state
- * indices of the node's feature, child GAP for states not feasible at the node. Masks (Python
- * ints of any width) never reach C: the facade core/dgraph.py converts between masks and
- * segments. The unique table and the two computed tables (one per operation) are
- * open-addressing hash tables with linear probing, kept at most half full and doubled when
- * needed. Arrays grow geometrically; dealloc frees everything.
+ * Layout (about 30-45 bytes a node on the paper's forests; `bench compile` reports it). Nodes
+ * are appended, and compacted in place by collect. Per node id: an 8-byte record (feature,
+ * with a flag bit for unordered nodes, and the offset of its code) and its negation; the
+ * codes of all nodes sit in one byte arena, offsets counting from a 64-bit base per 4096
+ * nodes. A node's code is its segments, each a varint of its length minus one and a varint
+ * of its child: the leaves and GAP (states not feasible at the node) as small codes, a
+ * decision node as its distance below the parent (children are older than parents; mostly
+ * one or two bytes). A segment is (end_exclusive, child) over the state indices of the
+ * node's feature; code reads it through SegIt (core/c-store/store.h). Masks (Python ints of
+ * any width) never reach C: the facade core/dgraph.py converts between masks and segments.
+ * The unique table holds 4-byte node ids beside 8 bits of their hashes (a probe decodes a
+ * node only on a match), at most three quarters full; the two computed tables (one per
+ * operation) hold (a, b, result) triples, at most half full. All are open-addressing hash
+ * tables with linear probing, doubled when full. Arrays grow geometrically; dealloc frees
+ * everything.
  *
  * Recursion. Ordered Apply recurses in C: every level raises the rank of at least one
  * operand's top feature, so the depth is at most twice the number of features. A call first
@@ -42,13 +49,13 @@
  * exception class given by the facade (BudgetExceeded) with the facade's messages.
  */
 
-#include "csrc/store.h"
-#include "csrc/nodes.c"
-#include "csrc/args.c"
-#include "csrc/apply.c"
-#include "csrc/threshold.c"
-#include "csrc/trees.c"
-#include "csrc/search.c"
-#include "csrc/violations.c"
-#include "csrc/hitting.c"
-#include "csrc/module.c"
+#include "c-store/store.h"
+#include "c-store/nodes.c"
+#include "c-store/args.c"
+#include "c-store/apply.c"
+#include "c-store/threshold.c"
+#include "c-store/trees.c"
+#include "c-store/search.c"
+#include "c-store/violations.c"
+#include "c-store/hitting.c"
+#include "c-store/module.c"

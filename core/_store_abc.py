@@ -92,6 +92,11 @@ class Store(Protocol):
         """Garbage collection: keep the leaves and the nodes below ``roots``, renumbered in
         ascending order, drop the computed tables, and return the roots' new ids. O(N)."""
 
+    def node_bytes(self, /) -> int:
+        """The memory the nodes occupy, in bytes: their features, branch lists and unique
+        table, not Apply's computed tables (caches). O(1) in C; the reference store sums its
+        Python objects' sizes, O(N)."""
+
     def clear(self, /) -> None:
         """Drop Apply's computed tables (nodes and negations stay). O(table size)."""
 

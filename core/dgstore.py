@@ -371,6 +371,12 @@ class PyStore:
         for table in self._computed:
             table.clear()
 
+    def node_bytes(self, /) -> int:
+        """Bytes of the per-node lists, the segment tuples and the unique table."""
+        size = sys.getsizeof
+        return (size(self.feature) + size(self.ordered) + size(self._segments) + size(self._unique)
+                + sum(size(s) + sum(map(size, s)) for s in self._segments))
+
     def prepare(self, roots: Sequence[int], /) -> None:
         """Ready the search of :meth:`min_deviations` below ``roots`` ahead of time: nothing
         to do here (the C store lays the graph out contiguously)."""

@@ -246,11 +246,11 @@ def test_cited_name_exists(page: str, name: str) -> None:
 
 
 def test_cited_c_functions_exist() -> None:
-    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "core" / "csrc").glob("*"))
+    source = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "core" / "c-store").glob("*"))
     cited = set(re.findall(r"`(Store_\w+)`", ALGORITHMS.read_text(encoding="utf-8")))
     assert cited
     for name in sorted(cited):
-        assert re.search(rf"\b{name}\(", source), f"core/csrc/ has no function {name}"
+        assert re.search(rf"\b{name}\(", source), f"core/c-store/ has no function {name}"
 
 
 def test_algorithms_table_rows_name_their_modules() -> None:

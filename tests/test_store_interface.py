@@ -36,7 +36,8 @@ def parameters(method: Callable[..., object]) -> list[tuple[str, inspect._Parame
 def test_the_protocol_lists_what_the_facade_uses():
     assert set(METHODS) == {
         "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
-        "threshold", "tree_formulas", "evaluate", "reachable", "collect", "clear", "prepare",
+        "threshold", "tree_formulas", "evaluate", "reachable", "collect", "clear", "node_bytes",
+        "prepare",
         "min_deviations", "violations"}
     assert set(ATTRIBUTES) <= set(Store.__annotations__)
     for name in METHODS:
@@ -101,6 +102,7 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
     codes = [tree_code(t) for t in forest.trees]
     pos, neg = call("tree_formulas", codes, len(forest.classes))
     nodes = sorted({FALSE, TRUE, *(n for side in (pos, neg) for ids in side for n in ids)})
+    memory = [s.node_bytes() for s in stores]
     for _ in range(steps):
         store = stores[0]
         ordered = [n for n in nodes if store.ordered[n]]
@@ -150,7 +152,13 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
         for n in rng.sample(nodes, min(5, len(nodes))):
             call("segments", n)
             call("branches", n)
+        # Memory differs by store, but only a collection gives any back.
+        held = [s.node_bytes() for s in stores]
+        assert all(h > 0 for h in held)
+        assert all(h >= before for h, before in zip(held, memory)) or kind >= 0.9  # collect
+        memory = held
     call("__len__")
+    trace.append(("node_bytes", None))  # checked above, store by store
     for name in ATTRIBUTES:
         columns = [list(getattr(s, name)) for s in stores]
         assert all(c == columns[0] for c in columns), name

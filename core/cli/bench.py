@@ -53,6 +53,31 @@ def train(data_dir: str, name: str, trees: int, seed: int) -> Trained:
     return train_forest(load_csv(path), trees, DEPTH, seed)
 
 
+def reset_peak() -> None:
+    """Start measuring peak memory afresh (Linux 4.0+: writing 5 to ``/proc/self/clear_refs``
+    resets the peak resident set ``VmHWM``); elsewhere the peak is the process's so far."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as out:
+            out.write("5")
+    except OSError:
+        pass
+
+
+def peak_mb() -> float:
+    """Peak resident memory since :func:`reset_peak`, in MB (2^20 bytes)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource  # not on Windows; its unit is KB on Linux, bytes on macOS
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
 def selected(table: dict[str, Any], text: str | None) -> list[str]:
     if not text:
         return list(table)
@@ -148,18 +173,25 @@ def bench_dg(args: argparse.Namespace) -> int:
                    ("t_3", "T_3", 7), ("paper_t_3", "paper", 6), ("n_3b", "#N_3B", 9),
                    ("paper_n_3b", "paper", 10), ("t_3b", "T_3B", 8), ("paper_t_3b", "paper", 7),
                    ("t_ratio", "ratio", 7)]
+    columns += [("peak_mb", "peak MB", 8), ("node_bytes", "B/node", 6)]
     out = Table(columns, args.json)
     for name, ref, trees, trained in configurations(ref_table, args):
         forest = trained.forest
         k = len(forest.classes)
         same = trees == ref["T"]
         row: dict[str, object] = {"dataset": name, "t": trees}
+        gc.collect()
+        reset_peak()
         try:
             comp = compile_dg(forest, form="dg" if table4 else "dg-conj",
                               max_nodes=args.node_budget, counter=args.counter)
         except BudgetExceeded as exc:
             stopped(out, row, exc)
             continue
+        # The compile's peak (the NNF compile below is far smaller), and what the graphs
+        # hold per node at the end: every node in the store, intermediates not yet collected.
+        row["peak_mb"] = round(peak_mb())
+        row["node_bytes"] = round(comp.dg.store.node_bytes() / len(comp.dg), 1)
         t_3b = (sum(comp.seconds) - sum(comp.extra_3a_seconds)) / k
         if table4:
             row.update(n_3b=round(sum(comp.dg.size(rs) for rs in comp.roots_3b) / k, 1),

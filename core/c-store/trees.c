@@ -89,7 +89,7 @@ static int tree_stage(Store *S, const int32_t *w, size_t len, int32_t k, int32_t
                     const int32_t *b = at + 2;
                     for (int32_t j = 0; j < at[1]; j++, b += 2 + 2 * b[1]) {
                         int32_t ch = V[(size_t)b[0] * (size_t)k + c];
-                        if (ch > 1 && S->rank[S->node[ch].feat] <= S->rank[f])
+                        if (ch > 1 && S->rank[node_feat(S, ch)] <= S->rank[f])
                             fast = 0;
                         if (reserve((void **)&runs, &cap_runs, n_runs + (size_t)b[1],
                                     sizeof(Run)) < 0)

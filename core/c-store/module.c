@@ -35,17 +35,18 @@ static PyObject *Store_segments(Store *S, PyObject *arg)
     int32_t n;
     if (node_arg(S, arg, &n) < 0)
         return NULL;
-    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg;
-    PyObject *out = PyTuple_New((Py_ssize_t)k);
+    PyObject *out = PyTuple_New((Py_ssize_t)node_nseg(S, n));
     if (out == NULL)
         return NULL;
-    for (size_t i = 0; i < k; i++) {
-        PyObject *seg = Py_BuildValue("(ii)", S->segs[lo + i].end, S->segs[lo + i].child);
+    SegIt it;
+    seg_begin(S, n, &it);
+    for (Py_ssize_t i = 0; seg_next(&it); i++) {
+        PyObject *seg = Py_BuildValue("(ii)", it.end, it.child);
         if (seg == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        PyTuple_SET_ITEM(out, (Py_ssize_t)i, seg);
+        PyTuple_SET_ITEM(out, i, seg);
     }
     return out;
 }
@@ -76,18 +77,20 @@ static PyObject *Store_branches(Store *S, PyObject *arg)
     int32_t n;
     if (node_arg(S, arg, &n) < 0)
         return NULL;
-    size_t lo = (size_t)S->node[n].first, k = S->node[n].nseg, m = 0;
+    size_t k = node_nseg(S, n), m = 0;
     int32_t *kids = PyMem_Malloc((k ? k : 1) * sizeof(int32_t));
     PyObject **masks = PyMem_Calloc(k ? k : 1, sizeof(PyObject *)), *out = NULL;
     if (kids == NULL || masks == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    for (size_t i = 0, start = 0; i < k; start = (size_t)S->segs[lo + i++].end) {
-        int32_t child = S->segs[lo + i].child;
+    SegIt it;
+    seg_begin(S, n, &it);
+    for (int32_t start = 0; seg_next(&it); start = it.end) {
+        int32_t child = it.child;
         if (child == GAP)
             continue;
-        PyObject *part = state_range((int32_t)start, S->segs[lo + i].end);
+        PyObject *part = state_range(start, it.end);
         if (part == NULL)
             goto done;
         size_t j = 0;
@@ -136,11 +139,12 @@ static PyObject *Store_evaluate(Store *S, PyObject *args)
     for (size_t i = 0; i < roots.n; i++) {
         int32_t n = roots.v[i];
         while (n > 1) {
-            const Seg *s = S->segs + S->node[n].first;
-            int32_t state = x[S->node[n].feat];
-            while (s->end <= state)
-                s++;
-            n = s->child;
+            SegIt it;
+            int32_t state = x[node_feat(S, n)];
+            seg_begin(S, n, &it);
+            while (seg_next(&it) && it.end <= state)
+                ;
+            n = it.child;
         }
         if (n == GAP) {
             PyErr_SetString(PyExc_ValueError, "the instance's state is not feasible on its path");
@@ -162,18 +166,17 @@ static PyObject *Store_reachable(Store *S, PyObject *arg)
         return NULL;
     IntVec nodes = {NULL, 0, 0};
     PyObject *out = NULL;
-    uint32_t ep = next_epoch(S);
+    Seen V = {NULL};
+    if (seen_init(S, &V) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         int32_t n;
         if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0)
             goto done;
-        if (S->mark[n] != ep) {
-            S->mark[n] = ep;
-            if (vec_push(&nodes, n) < 0)
-                goto done;
-        }
+        if (seen_add(&V, n) && vec_push(&nodes, n) < 0)
+            goto done;
     }
-    if (reach(S, &nodes, ep, 0) < 0)
+    if (reach(S, &nodes, &V, 0) < 0)
         goto done;
     qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
     out = PyList_New((Py_ssize_t)nodes.n);
@@ -188,48 +191,57 @@ static PyObject *Store_reachable(Store *S, PyObject *arg)
         PyList_SET_ITEM(out, (Py_ssize_t)i, id);
     }
 done:
+    PyMem_Free(V.w);
     PyMem_Free(nodes.v);
     Py_DECREF(seq);
     return out;
 }
 
+/* PyStore.collect. Ascending renumbering lets one forward pass compact the node arrays,
+ * the arena and the negations in place: a kept node's new id and code offset are never
+ * above its old ones, its code never longer (its children's distances shrink or stay), and
+ * a node's children are renumbered before it. */
 static PyObject *Store_collect(Store *S, PyObject *arg)
 {
     IntVec roots = {NULL, 0, 0}, keep = {NULL, 0, 0};
     int32_t *map = NULL;
-    Slot *unique = NULL;
+    uint32_t *uid = NULL;
+    uint8_t *utag = NULL;
+    uint64_t *at = NULL;
+    Seg *buf = NULL;
+    Seen V = {NULL};
     Table fresh[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     PyObject *out = NULL;
     if (roots_arg(S, arg, &roots) < 0)
         goto done;
     layouts_clear(S); /* node ids change */
-    uint32_t ep = next_epoch(S);
-    for (int32_t leaf = 0; leaf < 2; leaf++) {
-        S->mark[leaf] = ep;
-        if (vec_push(&keep, leaf) < 0)
-            goto done;
-    }
+    if (seen_init(S, &V) < 0)
+        goto done;
+    if (with_leaves(&V, &keep) < 0)
+        goto done;
     for (size_t i = 0; i < roots.n; i++)
-        if (S->mark[roots.v[i]] != ep) {
-            S->mark[roots.v[i]] = ep;
-            if (vec_push(&keep, roots.v[i]) < 0)
-                goto done;
-        }
-    if (reach(S, &keep, ep, 0) < 0)
+        if (seen_add(&V, roots.v[i]) && vec_push(&keep, roots.v[i]) < 0)
+            goto done;
+    if (reach(S, &keep, &V, 0) < 0)
         goto done;
     qsort(keep.v, keep.n, sizeof(int32_t), cmp_int32);
     size_t count = keep.n, slots = MIN_TABLE;
     while (slots < 2 * count)
         slots *= 2;
     map = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
-    unique = PyMem_Malloc(slots * sizeof(Slot));
-    if (map == NULL || unique == NULL) {
+    uid = PyMem_Calloc(slots, sizeof(uint32_t));
+    utag = PyMem_Malloc(slots);
+    at = PyMem_Malloc(count * sizeof(uint64_t));
+    buf = PyMem_Malloc((size_t)S->max_states * sizeof(Seg));
+    if (map == NULL || uid == NULL || utag == NULL || at == NULL || buf == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     memset(map, 0xff, S->n_nodes * sizeof(int32_t));
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         map[keep.v[i]] = (int32_t)i;
+        at[i] = S->block[keep.v[i] >> BLOCK_BITS] + S->rec[keep.v[i]].off;
+    }
     if (table_init(&fresh[0], MIN_TABLE) < 0 || table_init(&fresh[1], MIN_TABLE) < 0
         || (out = PyList_New((Py_ssize_t)roots.n)) == NULL)
         goto done;
@@ -242,48 +254,58 @@ static PyObject *Store_collect(Store *S, PyObject *arg)
         PyList_SET_ITEM(out, i, id);
     }
     /* Nothing below can fail: the store is rewritten from here on. */
-    memset(unique, 0xff, slots * sizeof(Slot));
-    int64_t pos = 0;
+    size_t pos = 0;
     for (size_t i = 0; i < count; i++) {
         int32_t old = keep.v[i];
-        Node d = S->node[old];
-        Seg *s = S->segs + pos;
-        memmove(s, S->segs + d.first, d.nseg * sizeof(Seg));
-        for (uint32_t j = 0; j < d.nseg; j++)
-            if (s[j].child != GAP)
-                s[j].child = map[s[j].child];
-        S->node[i] = (Node){pos, d.feat, d.nseg, d.ord};
+        SegIt it = {S->arena + at[i], old, old < 2 ? 0 : S->n_states[node_feat(S, old)], 0, 0};
+        size_t k = 0;
+        while (seg_next(&it))
+            buf[k++] = (Seg){it.end, it.child == GAP ? GAP : map[it.child]};
+        if ((i & (BLOCK_NODES - 1)) == 0)
+            S->block[i >> BLOCK_BITS] = pos;
+        S->rec[i] = (NodeRec){(uint32_t)(pos - S->block[i >> BLOCK_BITS]), S->rec[old].feat};
         S->neg[i] = S->neg[old] >= 0 ? map[S->neg[old]] : -1;
-        S->mark[i] = 0;
-        pos += d.nseg;
-        if (i >= 2) {
-            uint32_t h = node_hash(d.feat, s, d.nseg);
-            size_t k = h & (slots - 1);
-            while (unique[k].id >= 0)
-                k = (k + 1) & (slots - 1);
-            unique[k] = (Slot){(int32_t)i, h};
-        }
+        pos += encode_segs(S->arena + pos, (int32_t)i, buf, k);
     }
     S->n_nodes = count;
-    S->n_segs = (size_t)pos;
-    S->epoch = 0;
-    PyMem_Free(S->unique);
-    S->unique = unique;
+    S->n_arena = pos;
+    unique_fill(S, uid, utag, slots, buf);
+    PyMem_Free(S->uid);
+    PyMem_Free(S->utag);
+    S->uid = uid;
+    S->utag = utag;
+    uid = NULL;
+    utag = NULL;
     S->unique_mask = slots - 1;
-    unique = NULL;
+    S->unique_used = count - 2;
     for (int op = 0; op < 2; op++) {
         PyMem_Free(S->computed[op].slots);
         S->computed[op] = fresh[op];
         fresh[op].slots = NULL;
     }
 done:
+    PyMem_Free(V.w);
     PyMem_Free(roots.v);
     PyMem_Free(keep.v);
     PyMem_Free(map);
-    PyMem_Free(unique);
+    PyMem_Free(uid);
+    PyMem_Free(utag);
+    PyMem_Free(at);
+    PyMem_Free(buf);
     PyMem_Free(fresh[0].slots);
     PyMem_Free(fresh[1].slots);
     return out;
+}
+
+/* PyStore.node_bytes: the per-node arrays, block offsets and arena in use, and the unique
+ * table (Apply's computed tables are caches, not nodes). */
+static PyObject *Store_node_bytes(Store *S, PyObject *Py_UNUSED(ignored))
+{
+    size_t per_node = sizeof *S->rec + sizeof *S->neg;
+    size_t blocks = (S->n_nodes >> BLOCK_BITS) + 1;
+    size_t unique = (S->unique_mask + 1) * (sizeof *S->uid + sizeof *S->utag);
+    return PyLong_FromSize_t(S->n_nodes * per_node + blocks * sizeof *S->block + S->n_arena
+                             + unique);
 }
 
 static PyObject *Store_clear(Store *S, PyObject *Py_UNUSED(ignored))
@@ -355,21 +377,25 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             PyErr_SetString(PyExc_ValueError, "bad n_states or rank");
             goto fail;
         }
-    S->unique = PyMem_Malloc(MIN_TABLE * sizeof(Slot));
-    if (S->unique == NULL) {
+    for (Py_ssize_t f = 0; f < k; f++)
+        if (S->n_states[f] > S->max_states)
+            S->max_states = S->n_states[f];
+    S->max_states = S->max_states ? S->max_states : 1;
+    S->uid = PyMem_Calloc(MIN_TABLE, sizeof(uint32_t));
+    S->utag = PyMem_Malloc(MIN_TABLE);
+    if (S->uid == NULL || S->utag == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    memset(S->unique, 0xff, MIN_TABLE * sizeof(Slot));
     S->unique_mask = MIN_TABLE - 1;
     if (table_init(&S->computed[0], MIN_TABLE) < 0 || table_init(&S->computed[1], MIN_TABLE) < 0
         || reserve_nodes(S, 2) < 0)
         goto fail;
     for (int n = 0; n < 2; n++) { /* the leaves: false (0) and true (1) */
-        S->node[n] = (Node){0, LEAF, 0, 1};
+        S->rec[n] = (NodeRec){0, LEAF};
         S->neg[n] = 1 - n;
-        S->mark[n] = 0;
     }
+    S->block[0] = 0;
     S->n_nodes = 2;
     return (PyObject *)S;
 fail:
@@ -381,11 +407,12 @@ static void Store_dealloc(Store *S)
 {
     PyMem_Free(S->n_states);
     PyMem_Free(S->rank);
-    PyMem_Free(S->node);
+    PyMem_Free(S->rec);
     PyMem_Free(S->neg);
-    PyMem_Free(S->mark);
-    PyMem_Free(S->segs);
-    PyMem_Free(S->unique);
+    PyMem_Free(S->block);
+    PyMem_Free(S->arena);
+    PyMem_Free(S->uid);
+    PyMem_Free(S->utag);
     PyMem_Free(S->computed[0].slots);
     PyMem_Free(S->computed[1].slots);
     PyMem_Free(S->scratch);
@@ -438,6 +465,9 @@ static PyMethodDef Store_methods[] = {
     {"collect", (PyCFunction)Store_collect, METH_O,
      "collect($self, roots, /)\n--\n\n"
      "New ids of the roots; keeps only the nodes below them, renumbered."},
+    {"node_bytes", (PyCFunction)Store_node_bytes, METH_NOARGS,
+     "node_bytes($self, /)\n--\n\n"
+     "Bytes the nodes occupy: node arrays, branch lists, unique table."},
     {"clear", (PyCFunction)Store_clear, METH_NOARGS,
      "clear($self, /)\n--\n\n"
      "Drop Apply's computed tables."},
@@ -490,8 +520,8 @@ static PyObject *Column_item(Column *c, Py_ssize_t i)
         return NULL;
     }
     if (c->kind == 0)
-        return PyLong_FromLong(S->node[i].feat);
-    return PyBool_FromLong(S->node[i].ord);
+        return PyLong_FromLong(node_feat(S, (int32_t)i));
+    return PyBool_FromLong(node_ord(S, (int32_t)i));
 }
 
 static void Column_dealloc(Column *c)

@@ -22,43 +22,42 @@ static Program *program_for(Store *S, const int32_t *roots, size_t n_roots)
         && memcmp(P->roots, roots, n_roots * sizeof(int32_t)) == 0)
         return P;
     program_free(P);
-    IntVec nodes = {NULL, 0, 0}, stack = {NULL, 0, 0}; /* stack: (node, next segment) */
+    IntVec nodes = {NULL, 0, 0};
+    SegIt *stack = NULL; /* the nodes on the path, each at its next segment */
+    size_t depth = 0, cap_stack = 0;
     int32_t *pos = NULL;
-    uint32_t ep = next_epoch(S);
-    for (int32_t leaf = 0; leaf < 2; leaf++) {
-        S->mark[leaf] = ep;
-        if (vec_push(&nodes, leaf) < 0)
-            goto fail;
-    }
+    Seen V = {NULL};
+    if (seen_init(S, &V) < 0)
+        goto fail;
+    if (with_leaves(&V, &nodes) < 0)
+        goto fail;
     for (size_t r = 0; r < n_roots; r++) {
-        if (S->mark[roots[r]] == ep)
+        if (!seen_add(&V, roots[r]))
             continue;
-        S->mark[roots[r]] = ep;
-        if (vec_push(&stack, roots[r]) < 0 || vec_push(&stack, 0) < 0)
+        if (reserve((void **)&stack, &cap_stack, depth + 1, sizeof(SegIt)) < 0)
             goto fail;
-        while (stack.n) {
-            int32_t n = stack.v[stack.n - 2], j = stack.v[stack.n - 1];
-            Node d = S->node[n];
-            if ((uint32_t)j == d.nseg) {
-                stack.n -= 2;
-                if (vec_push(&nodes, n) < 0)
+        seg_begin(S, roots[r], &stack[depth++]);
+        while (depth) {
+            if (!seg_next(&stack[depth - 1])) {
+                if (vec_push(&nodes, stack[--depth].n) < 0)
                     goto fail;
                 continue;
             }
-            stack.v[stack.n - 1] = j + 1;
-            int32_t c = S->segs[d.first + j].child;
-            if (c != GAP && S->mark[c] != ep) {
-                S->mark[c] = ep;
-                if (vec_push(&stack, c) < 0 || vec_push(&stack, 0) < 0)
+            int32_t c = stack[depth - 1].child;
+            if (c != GAP && seen_add(&V, c)) {
+                if (reserve((void **)&stack, &cap_stack, depth + 1, sizeof(SegIt)) < 0)
                     goto fail;
+                seg_begin(S, c, &stack[depth++]);
             }
         }
     }
-    PyMem_Free(stack.v);
-    stack.v = NULL;
+    PyMem_Free(stack);
+    stack = NULL;
+    PyMem_Free(V.w);
+    V.w = NULL;
     size_t len = 0;
     for (size_t i = 0; i < nodes.n; i++)
-        len += 2 + 2 * (size_t)S->node[nodes.v[i]].nseg;
+        len += 2 + 2 * node_nseg(S, nodes.v[i]);
     pos = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
     P->roots = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
     P->root_at = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
@@ -73,17 +72,19 @@ static Program *program_for(Store *S, const int32_t *roots, size_t n_roots)
         pos[nodes.v[i]] = (int32_t)i;
     len = 0;
     for (size_t i = 0; i < nodes.n; i++) {
-        Node d = S->node[nodes.v[i]];
         int32_t *c = P->code + len;
+        SegIt it;
+        int32_t j = 0;
         P->at[i] = len;
-        c[0] = d.feat;
-        c[1] = (int32_t)d.nseg;
-        for (uint32_t j = 0; j < d.nseg; j++) {
-            Seg g = S->segs[d.first + j];
-            c[2 + 2 * j] = g.end;
-            c[3 + 2 * j] = g.child == GAP ? GAP : pos[g.child];
+        c[0] = node_feat(S, nodes.v[i]);
+        seg_begin(S, nodes.v[i], &it);
+        while (seg_next(&it)) {
+            c[2 + 2 * j] = it.end;
+            c[3 + 2 * j] = it.child == GAP ? GAP : pos[it.child];
+            j++;
         }
-        len += 2 + 2 * (size_t)d.nseg;
+        c[1] = j;
+        len += 2 + 2 * (size_t)j;
     }
     memcpy(P->roots, roots, n_roots * sizeof(int32_t));
     for (size_t i = 0; i < n_roots; i++)
@@ -94,8 +95,9 @@ static Program *program_for(Store *S, const int32_t *roots, size_t n_roots)
     PyMem_Free(pos);
     return P;
 fail:
+    PyMem_Free(V.w);
     PyMem_Free(nodes.v);
-    PyMem_Free(stack.v);
+    PyMem_Free(stack);
     PyMem_Free(pos);
     program_free(P);
     return NULL;

@@ -124,7 +124,7 @@ static int place(Store *S, int32_t n, int width, int32_t *off, int64_t *end, Int
 {
     if (n == GAP || off[n] >= 0)
         return 0;
-    size_t nseg = S->node[n].nseg;
+    size_t nseg = node_nseg(S, n);
     if (nseg > MAX_SEGMENTS) {
         PyErr_SetString(PyExc_OverflowError,
                         "node with too many segments for the deviation search");
@@ -143,6 +143,7 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
 {
     int32_t *off = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
     IntVec order = {NULL, 0, 0};
+    Seg *buf = NULL;
     if (off == NULL) {
         PyErr_NoMemory();
         goto fail;
@@ -160,29 +161,31 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
         if (place(S, roots[i], width, off, &end, &order) < 0)
             goto fail;
     for (size_t head = 0; head < order.n; head++) { /* breadth first: order is the queue */
-        Node d = S->node[order.v[head]];
-        for (size_t j = 0; j < d.nseg; j++)
-            if (place(S, S->segs[d.first + j].child, width, off, &end, &order) < 0)
+        SegIt it;
+        seg_begin(S, order.v[head], &it);
+        while (seg_next(&it))
+            if (place(S, it.child, width, off, &end, &order) < 0)
                 goto fail;
     }
     end += SLACK_WORDS;
     L->code = code_alloc((size_t)end * sizeof(int32_t));
     L->roots = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
     L->root_at = PyMem_Malloc((n_roots ? n_roots : 1) * sizeof(int32_t));
-    if (L->code == NULL || L->roots == NULL || L->root_at == NULL) {
+    buf = PyMem_Malloc((size_t)S->max_states * sizeof(Seg));
+    if (L->code == NULL || L->roots == NULL || L->root_at == NULL || buf == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
     memset(L->code, 0, (size_t)end * sizeof(int32_t)); /* padding, and stamps: no search yet */
     L->code[0] = L->code[1] = LEAF;
     for (size_t k = 0; k < order.n; k++) {
-        Node d = S->node[order.v[k]];
+        size_t nseg = node_segs(S, order.v[k], buf);
         int32_t *at = L->code + off[order.v[k]];
-        at[0] = d.feat | (int32_t)(d.nseg << 8);
+        at[0] = node_feat(S, order.v[k]) | (int32_t)(nseg << 8);
         void *ends = at + NODE_HEADER;
-        int32_t *kids = at + NODE_HEADER + end_words(d.nseg, width);
-        for (size_t i = 0; i < d.nseg; i++) {
-            Seg g = S->segs[d.first + i];
+        int32_t *kids = at + NODE_HEADER + end_words(nseg, width);
+        for (size_t i = 0; i < nseg; i++) {
+            Seg g = buf[i];
             if (width == 1)
                 ((uint8_t *)ends)[i] = (uint8_t)g.end;
             else if (width == 2)
@@ -198,10 +201,12 @@ static int layout_build(Store *S, const int32_t *roots, size_t n_roots, Layout *
     for (size_t i = 0; i < n_roots; i++)
         L->root_at[i] = off[roots[i]];
     L->n_roots = n_roots;
+    PyMem_Free(buf);
     PyMem_Free(off);
     PyMem_Free(order.v);
     return 0;
 fail:
+    PyMem_Free(buf);
     PyMem_Free(off);
     PyMem_Free(order.v);
     layout_free(L);

@@ -94,8 +94,8 @@ static int push_job(Store *S, int op, int32_t end, int32_t a, int32_t b)
     if (a != GAP && terminal(op, a, b) < 0) {
         const Table *T = &S->computed[op];
         __builtin_prefetch(&T->slots[(a < b ? pair_hash(a, b) : pair_hash(b, a)) & T->mask]);
-        __builtin_prefetch(&S->node[a]);
-        __builtin_prefetch(&S->node[b]);
+        __builtin_prefetch(&S->rec[a]);
+        __builtin_prefetch(&S->rec[b]);
     }
 #endif
     return 0;
@@ -116,31 +116,37 @@ static int32_t apply_rec(Store *S, int op, int32_t a, int32_t b)
         return r;
     if (tick(S) < 0)
         return ERR;
-    Node na = S->node[a], nb = S->node[b];
-    int32_t ra = S->rank[na.feat], rb = S->rank[nb.feat];
-    int32_t f = ra <= rb ? na.feat : nb.feat;
+    int32_t fa = node_feat(S, a), fb = node_feat(S, b);
+    int32_t ra = S->rank[fa], rb = S->rank[fb];
+    int32_t f = ra <= rb ? fa : fb;
     size_t base = S->n_scratch, jobs = S->n_jobs;
+    SegIt sa, sb;
     if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */
-        const Seg *sa = S->segs + na.first, *sb = S->segs + nb.first;
+        seg_begin(S, a, &sa);
+        seg_begin(S, b, &sb);
+        seg_next(&sa);
+        seg_next(&sb);
         for (;;) {
-            int32_t end = sa->end < sb->end ? sa->end : sb->end;
-            int gap = sa->child == GAP || sb->child == GAP;
-            if (push_job(S, op, end, gap ? GAP : sa->child, sb->child) < 0)
+            int32_t end = sa.end < sb.end ? sa.end : sb.end;
+            int gap = sa.child == GAP || sb.child == GAP;
+            if (push_job(S, op, end, gap ? GAP : sa.child, sb.child) < 0)
                 goto fail;
             if (end == S->n_states[f])
                 break;
-            sa += sa->end == end;
-            sb += sb->end == end;
+            if (sa.end == end)
+                seg_next(&sa);
+            if (sb.end == end)
+                seg_next(&sb);
         }
     }
     else { /* the operand testing first branches; the other is constant along its branches */
-        Node top = ra < rb ? na : nb;
         int32_t other = ra < rb ? b : a;
-        for (const Seg *s = S->segs + top.first; s < S->segs + top.first + top.nseg; s++)
-            if (push_job(S, op, s->end, s->child, other) < 0)
+        seg_begin(S, ra < rb ? a : b, &sa);
+        while (seg_next(&sa))
+            if (push_job(S, op, sa.end, sa.child, other) < 0)
                 goto fail;
     }
-    /* Recursion may move the pool, the job stack and the scratch stack: indices only. */
+    /* Recursion may move the arena, the job stack and the scratch stack: indices only. */
     for (size_t q = jobs; q < S->n_jobs; q++) {
         Job job = S->jobs[q];
         int32_t child = job.a == GAP ? GAP : apply_rec(S, op, job.a, job.b);
@@ -164,24 +170,29 @@ static int32_t negate(Store *S, int32_t root)
     if (S->neg[root] >= 0)
         return S->neg[root];
     IntVec pending = {NULL, 0, 0};
-    uint32_t ep = next_epoch(S);
-    S->mark[root] = ep;
-    if (vec_push(&pending, root) < 0 || reach(S, &pending, ep, 1) < 0)
+    Seen V;
+    if (seen_init(S, &V) < 0)
+        return ERR;
+    seen_add(&V, root);
+    int failed = vec_push(&pending, root) < 0 || reach(S, &pending, &V, 1) < 0;
+    PyMem_Free(V.w);
+    if (failed)
         goto fail;
     qsort(pending.v, pending.n, sizeof(int32_t), cmp_int32);
     for (size_t p = 0; p < pending.n; p++) {
         int32_t n = pending.v[p];
         if (S->neg[n] >= 0)
             continue;
-        Node d = S->node[n];
-        size_t k = d.nseg, base = S->n_scratch;
-        if (reserve((void **)&S->scratch, &S->cap_scratch, base + k, sizeof(Seg)) < 0)
+        size_t base = S->n_scratch;
+        if (reserve((void **)&S->scratch, &S->cap_scratch, base + (size_t)S->max_states,
+                    sizeof(Seg)) < 0)
             goto fail;
-        for (size_t i = 0; i < k; i++) {
-            Seg s = S->segs[d.first + i];
-            S->scratch[base + i] = (Seg){s.end, s.child == GAP ? GAP : S->neg[s.child]};
-        }
-        int32_t m = make_node(S, d.feat, S->scratch + base, k);
+        Seg *s = S->scratch + base;
+        size_t k = node_segs(S, n, s);
+        for (size_t i = 0; i < k; i++)
+            if (s[i].child != GAP)
+                s[i].child = S->neg[s[i].child];
+        int32_t m = make_node(S, node_feat(S, n), s, k);
         if (m == ERR)
             goto fail;
         S->neg[n] = m;
@@ -204,27 +215,29 @@ static int32_t exists(Store *S, int32_t root, int32_t f)
     /* Indexed by node id but written and read only below root: the untouched pages of a
      * large allocation are never mapped. */
     int32_t *result = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
-    uint32_t ep = next_epoch(S);
-    S->mark[root] = ep;
+    Seen V = {NULL};
     if (result == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (vec_push(&nodes, root) < 0 || reach(S, &nodes, ep, 0) < 0)
+    if (seen_init(S, &V) < 0)
+        goto done;
+    seen_add(&V, root);
+    if (vec_push(&nodes, root) < 0 || reach(S, &nodes, &V, 0) < 0)
         goto done;
     qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
     for (size_t p = 0; p < nodes.n; p++) {
         int32_t n = nodes.v[p];
-        Node d = S->node[n];
-        if (n <= 1 || S->rank[d.feat] > rank) { /* ordered: f is not tested below n */
+        if (n <= 1 || S->rank[node_feat(S, n)] > rank) { /* ordered: f is not tested below n */
             result[n] = n;
             continue;
         }
-        if (d.feat == f) {
+        SegIt it;
+        seg_begin(S, n, &it);
+        if (node_feat(S, n) == f) {
             kids.n = 0;
-            for (size_t i = 0; i < d.nseg; i++)
-                if (S->segs[d.first + i].child != GAP
-                    && vec_push(&kids, S->segs[d.first + i].child) < 0)
+            while (seg_next(&it))
+                if (it.child != GAP && vec_push(&kids, it.child) < 0)
                     goto done;
             while (kids.n > 1) { /* Apply may move the pool: kids holds ids */
                 size_t m = 0;
@@ -241,20 +254,19 @@ static int32_t exists(Store *S, int32_t root, int32_t f)
             continue;
         }
         size_t base = S->n_scratch;
-        for (size_t i = 0; i < d.nseg; i++) {
-            Seg s = S->segs[d.first + i];
-            if (push_seg(S, base, s.end, s.child == GAP ? GAP : result[s.child]) < 0) {
+        while (seg_next(&it))
+            if (push_seg(S, base, it.end, it.child == GAP ? GAP : result[it.child]) < 0) {
                 S->n_scratch = base;
                 goto done;
             }
-        }
-        result[n] = make_node(S, d.feat, S->scratch + base, S->n_scratch - base);
+        result[n] = make_node(S, node_feat(S, n), S->scratch + base, S->n_scratch - base);
         S->n_scratch = base;
         if (result[n] == ERR)
             goto done;
     }
     r = result[root];
 done:
+    PyMem_Free(V.w);
     PyMem_Free(kids.v);
     PyMem_Free(result);
     PyMem_Free(nodes.v);
@@ -273,10 +285,6 @@ static int reset_computed(Store *S)
     return 0;
 }
 
-/* PyStore.collect. Ascending renumbering lets one forward pass compact the node records,
- * the segment pool and the negations in place: a kept node's new id and segment offset are
- * never above its old ones, and a node's children are renumbered before it. */
-
 static PyObject *Store_apply(Store *S, PyObject *args)
 {
     int op;
@@ -289,7 +297,7 @@ static PyObject *Store_apply(Store *S, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "op must be 0 (and) or 1 (or)");
         return NULL;
     }
-    if (!S->node[a].ord || !S->node[b].ord) { /* also what bounds the C recursion depth */
+    if (!node_ord(S, a) || !node_ord(S, b)) { /* also what bounds the C recursion depth */
         PyErr_SetString(PyExc_ValueError, "ordered Apply needs ordered operands");
         return NULL;
     }
@@ -311,7 +319,7 @@ static PyObject *Store_exists(Store *S, PyObject *args)
     if (!PyArg_ParseTuple(args, "OO", &robj, &fobj) || node_arg(S, robj, &root) < 0
         || feature_arg(S, fobj, &f) < 0)
         return NULL;
-    if (!S->node[root].ord) {
+    if (!node_ord(S, root)) {
         PyErr_SetString(PyExc_ValueError, "exists needs an ordered node");
         return NULL;
     }

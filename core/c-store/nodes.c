@@ -53,9 +53,10 @@ static int reserve_nodes(Store *S, size_t need)
     if (need <= S->cap_nodes)
         return 0;
     size_t cap = grown(S->cap_nodes, need);
-    if (resize((void **)&S->node, cap, sizeof(Node)) < 0
+    if (resize((void **)&S->rec, cap, sizeof(NodeRec)) < 0
         || resize((void **)&S->neg, cap, sizeof(int32_t)) < 0
-        || resize((void **)&S->mark, cap, sizeof(uint32_t)) < 0)
+        || reserve((void **)&S->block, &S->cap_blocks, (cap >> BLOCK_BITS) + 1,
+                   sizeof(uint64_t)) < 0)
         return -1;
     S->cap_nodes = cap;
     return 0;
@@ -91,25 +92,91 @@ static inline size_t pair_hash(int32_t a, int32_t b)
 
 /* -- unique table ---------------------------------------------------------------------- */
 
+static inline int varint_put(uint8_t *p, uint32_t v)
+{
+    int k = 0;
+    while (v >= 0x80) {
+        p[k++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[k++] = (uint8_t)v;
+    return k;
+}
+
+/* Whether node n is (f, s[0..k)). */
+static int node_is(const Store *S, int32_t n, int32_t f, const Seg *s, size_t k)
+{
+    if (node_feat(S, n) != f)
+        return 0;
+    SegIt it;
+    size_t i = 0;
+    seg_begin(S, n, &it);
+    while (seg_next(&it))
+        if (i == k || it.end != s[i].end || it.child != s[i].child)
+            return 0;
+        else
+            i++;
+    return i == k;
+}
+
+#define TAG(h) ((uint8_t)((h) >> 24))
+
 /* The node (f, s[0..k)) or -1; *slot is where to insert it when absent. */
 static int32_t unique_find(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, size_t *slot)
 {
-    size_t i = h & S->unique_mask;
-    for (;;) {
-        Slot e = S->unique[i];
-        if (e.id < 0) {
+    uint8_t tag = TAG(h);
+    for (size_t i = h & S->unique_mask;; i = (i + 1) & S->unique_mask) {
+        uint32_t id = S->uid[i];
+        if (id == 0) {
             *slot = i;
             return -1;
         }
-        const Node *d = &S->node[e.id];
-        if (e.hash == h && d->feat == f && d->nseg == k
-            && memcmp(S->segs + d->first, s, k * sizeof(Seg)) == 0)
-            return e.id;
-        i = (i + 1) & S->unique_mask;
+        if (S->utag[i] == tag && node_is(S, (int32_t)id, f, s, k))
+            return (int32_t)id;
     }
 }
 
-/* Double an open-addressing table of slots (the unique table, a threshold's memo). */
+/* Fill the empty unique table uid/utag of cap slots with nodes 2 .. n_nodes - 1, their
+ * hashes recomputed from their codes (the table keeps only 8 bits of each); buf has room
+ * for max_states segments. */
+static void unique_fill(Store *S, uint32_t *uid, uint8_t *utag, size_t cap, Seg *buf)
+{
+    for (size_t n = 2; n < S->n_nodes; n++) {
+        size_t k = node_segs(S, (int32_t)n, buf);
+        uint32_t h = node_hash(node_feat(S, (int32_t)n), buf, k);
+        size_t i = h & (cap - 1);
+        while (uid[i] != 0)
+            i = (i + 1) & (cap - 1);
+        uid[i] = (uint32_t)n;
+        utag[i] = TAG(h);
+    }
+}
+
+/* Replace the unique table by one of cap slots (a power of two) holding the same nodes. */
+static int unique_build(Store *S, size_t cap)
+{
+    uint32_t *uid = PyMem_Calloc(cap, sizeof(uint32_t));
+    uint8_t *utag = PyMem_Malloc(cap);
+    Seg *buf = PyMem_Malloc((size_t)S->max_states * sizeof(Seg));
+    if (uid == NULL || utag == NULL || buf == NULL) {
+        PyMem_Free(uid);
+        PyMem_Free(utag);
+        PyMem_Free(buf);
+        PyErr_NoMemory();
+        return -1;
+    }
+    unique_fill(S, uid, utag, cap, buf);
+    PyMem_Free(buf);
+    PyMem_Free(S->uid);
+    PyMem_Free(S->utag);
+    S->uid = uid;
+    S->utag = utag;
+    S->unique_mask = cap - 1;
+    S->unique_used = S->n_nodes - 2;
+    return 0;
+}
+
+/* Double an open-addressing table of slots (a threshold's memo). */
 static int slots_grow(Slot **slots, size_t *mask)
 {
     size_t cap = 2 * (*mask + 1);
@@ -132,11 +199,6 @@ static int slots_grow(Slot **slots, size_t *mask)
     *slots = t;
     *mask = cap - 1;
     return 0;
-}
-
-static int unique_grow(Store *S)
-{
-    return slots_grow(&S->unique, &S->unique_mask);
 }
 
 /* -- limits ---------------------------------------------------------------------------- */
@@ -168,6 +230,21 @@ static int tick(Store *S)
 
 /* -- nodes ----------------------------------------------------------------------------- */
 
+/* Most bytes a segment's code takes (two varints of at most 32 bits). */
+#define SEG_BYTES 10
+
+/* Write the code of node n's segments s[0..k) at p (see SegIt); returns its length. */
+static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
+{
+    uint8_t *q = p;
+    for (size_t i = 0; i < k; i++) {
+        int32_t c = s[i].child;
+        q += varint_put(q, (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1));
+        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(n - c + 2));
+    }
+    return (size_t)(q - p);
+}
+
 static int32_t create(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, size_t slot)
 {
     if (S->max_nodes >= 0 && (long long)S->n_nodes - 2 >= S->max_nodes) {
@@ -179,24 +256,32 @@ static int32_t create(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, s
         return ERR;
     }
     if (tick(S) < 0 || reserve_nodes(S, S->n_nodes + 1) < 0
-        || reserve((void **)&S->segs, &S->cap_segs, S->n_segs + k, sizeof(Seg)) < 0)
+        || reserve((void **)&S->arena, &S->cap_arena, S->n_arena + k * SEG_BYTES, 1) < 0)
         return ERR;
     size_t n = S->n_nodes;
+    if ((n & (BLOCK_NODES - 1)) == 0)
+        S->block[n >> BLOCK_BITS] = S->n_arena;
+    uint64_t rel = S->n_arena - S->block[n >> BLOCK_BITS];
+    if (rel > UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "decision-graph nodes with too many segments");
+        return ERR;
+    }
     int32_t r = S->rank[f];
-    uint8_t ordered = 1;
+    int ordered = 1;
     for (size_t i = 0; i < k; i++) {
         int32_t c = s[i].child;
-        if (c > 1 && (!S->node[c].ord || S->rank[S->node[c].feat] <= r))
+        if (c > 1 && (!node_ord(S, c) || S->rank[node_feat(S, c)] <= r))
             ordered = 0;
     }
-    memcpy(S->segs + S->n_segs, s, k * sizeof(Seg));
-    S->node[n] = (Node){(int64_t)S->n_segs, f, (uint32_t)k, ordered};
+    S->rec[n] = (NodeRec){(uint32_t)rel, ordered ? f : f | UNORDERED};
     S->neg[n] = -1;
-    S->mark[n] = 0;
-    S->n_segs += k;
+    S->n_arena += encode_segs(S->arena + S->n_arena, (int32_t)n, s, k);
     S->n_nodes = n + 1;
-    S->unique[slot] = (Slot){(int32_t)n, h};
-    if (2 * (S->n_nodes - 2) > S->unique_mask + 1 && unique_grow(S) < 0)
+    S->uid[slot] = (uint32_t)n;
+    S->utag[slot] = TAG(h);
+    /* at most three quarters full: 5 bytes a slot, so about 9 a node on average */
+    if (4 * ++S->unique_used > 3 * (S->unique_mask + 1)
+        && unique_build(S, 2 * (S->unique_mask + 1)) < 0)
         return ERR;
     return (int32_t)n;
 }
@@ -243,13 +328,15 @@ static int push_seg(Store *S, size_t base, int32_t end, int32_t child)
 
 /* -- traversal ------------------------------------------------------------------------- */
 
-static uint32_t next_epoch(Store *S)
+/* An empty set of node ids for a traversal of the store (freed with PyMem_Free(V->w)). */
+static int seen_init(Store *S, Seen *V)
 {
-    if (++S->epoch == 0) { /* wrapped: forget all marks */
-        memset(S->mark, 0, S->n_nodes * sizeof(uint32_t));
-        S->epoch = 1;
+    V->w = PyMem_Calloc(S->n_nodes / 64 + 1, sizeof(uint64_t));
+    if (V->w == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    return S->epoch;
+    return 0;
 }
 
 static int cmp_int32(const void *x, const void *y)
@@ -258,21 +345,32 @@ static int cmp_int32(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Depth-first from the nodes already in `out` (marked with epoch ep): append every node
- * reachable from them, skipping nodes for which skip_known says neg is known. */
-static int reach(Store *S, IntVec *out, uint32_t ep, int skip_known)
+/* Start a traversal's node list with the two leaves, marked seen. */
+static int with_leaves(Seen *V, IntVec *out)
+{
+    for (int32_t leaf = 0; leaf < 2; leaf++) {
+        seen_add(V, leaf);
+        if (vec_push(out, leaf) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Depth-first from the nodes already in `out` (in V): append every node reachable from
+ * them, skipping nodes for which skip_known says neg is known. */
+static int reach(Store *S, IntVec *out, Seen *V, int skip_known)
 {
     IntVec stack = {NULL, 0, 0};
     for (size_t i = 0; i < out->n; i++)
         if (vec_push(&stack, out->v[i]) < 0)
             goto fail;
     while (stack.n) {
-        int32_t n = stack.v[--stack.n];
-        for (int64_t i = S->node[n].first; i < S->node[n].first + S->node[n].nseg; i++) {
-            int32_t c = S->segs[i].child;
-            if (c == GAP || S->mark[c] == ep || (skip_known && S->neg[c] >= 0))
+        SegIt it;
+        seg_begin(S, stack.v[--stack.n], &it);
+        while (seg_next(&it)) {
+            int32_t c = it.child;
+            if (c == GAP || (skip_known && S->neg[c] >= 0) || !seen_add(V, c))
                 continue;
-            S->mark[c] = ep;
             if (vec_push(&stack, c) < 0 || vec_push(out, c) < 0)
                 goto fail;
         }

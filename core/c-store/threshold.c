@@ -140,15 +140,15 @@ static int32_t td_rec(Store *S, TdMemo *M, int32_t need, const int32_t *rest, si
         return M->entries[hit->id].result;
     if (tick(S) < 0)
         return ERR;
-    int32_t f = S->node[rest[0]].feat, nst, r = ERR;
+    int32_t f = node_feat(S, rest[0]), nst, r = ERR;
     for (size_t i = 1; i < m; i++)
-        if (S->rank[S->node[rest[i]].feat] < S->rank[f])
-            f = S->node[rest[i]].feat;
+        if (S->rank[node_feat(S, rest[i])] < S->rank[f])
+            f = node_feat(S, rest[i]);
     nst = S->n_states[f];
     size_t n_kept = 0, n_segs = 0, n_events = 0, base = S->n_scratch;
     for (size_t i = 0; i < m; i++)
-        if (S->node[rest[i]].feat == f)
-            n_segs += S->node[rest[i]].nseg;
+        if (node_feat(S, rest[i]) == f)
+            n_segs += node_nseg(S, rest[i]);
     /* kept: the residues not testing f; segs: copies of the testing ones' segments, one
      * residue after another; events: (end << 32 | index) of each segment but a last one */
     int32_t *kept = PyMem_Malloc(3 * m * sizeof(int32_t));
@@ -163,17 +163,16 @@ static int32_t td_rec(Store *S, TdMemo *M, int32_t need, const int32_t *rest, si
     uint64_t kept_sum = sum;
     n_segs = 0;
     for (size_t i = 0; i < m; i++) {
-        Node d = S->node[rest[i]];
-        if (d.feat != f) {
+        if (node_feat(S, rest[i]) != f) {
             kept[n_kept++] = rest[i];
             continue;
         }
         kept_sum -= td_elem(rest[i]);
-        memcpy(segs + n_segs, S->segs + d.first, d.nseg * sizeof(Seg));
+        size_t nseg = node_segs(S, rest[i], segs + n_segs);
         td_enter(&B, segs[n_segs].child, 1);
-        for (size_t j = 0; j + 1 < d.nseg; j++)
+        for (size_t j = 0; j + 1 < nseg; j++)
             events[n_events++] = (uint64_t)segs[n_segs + j].end << 32 | (n_segs + j);
-        n_segs += d.nseg;
+        n_segs += nseg;
     }
     qsort(events, n_events, sizeof(uint64_t), cmp_uint64);
     for (int32_t start = 0, e = 0; start < nst;) {
@@ -229,7 +228,7 @@ static PyObject *Store_threshold(Store *S, PyObject *args)
     size_t m = 0;
     for (size_t i = 0; i < roots.n; i++) {
         int32_t n = roots.v[i];
-        if (!S->node[n].ord) {
+        if (!node_ord(S, n)) {
             PyErr_SetString(PyExc_ValueError, "threshold needs ordered nodes");
             goto done;
         }
