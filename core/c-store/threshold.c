@@ -6,8 +6,9 @@
 /* -- thresholds by top-down expansion (PyStore.threshold) ------------------------------ */
 
 typedef struct {
-    int64_t off; /* the key's residues in the arena */
-    int32_t need, len, result;
+    uint64_t off;    /* the key's code in the arena */
+    uint32_t len;    /* its bytes */
+    int32_t need, result;
 } TdEntry;
 
 typedef struct {
@@ -15,8 +16,10 @@ typedef struct {
     size_t mask;
     TdEntry *entries;
     size_t n_entries, cap_entries;
-    int32_t *arena; /* the residue lists of the keys, one after another */
+    uint8_t *arena; /* the keys' codes, one after another */
     size_t n_arena, cap_arena;
+    uint8_t *key; /* the code of the key being looked up */
+    size_t cap_key;
     size_t words; /* the memory it holds, as PyStore counts it (TD_ENTRY_WORDS) */
 } TdMemo;
 
@@ -37,16 +40,31 @@ static inline uint32_t td_hash(int32_t need, uint64_t sum)
     return (uint32_t)mix64(sum ^ ((uint64_t)(uint32_t)need << 40));
 }
 
-/* The slot of the sub-problem (need, rest[0..m)), or the empty slot where it belongs. */
-static Slot *td_find(const TdMemo *M, int32_t need, const int32_t *rest, size_t m, uint32_t h)
+/* Encode the sorted residues rest[0..m) into M->key as varints of their differences (the
+ * first from 0): residues mostly come one per tree, in the order the tree stage made the
+ * trees' nodes, so a difference takes one or two bytes instead of four. Returns the length,
+ * or -1 when out of memory. */
+static Py_ssize_t td_key(TdMemo *M, const int32_t *rest, size_t m)
+{
+    if (reserve((void **)&M->key, &M->cap_key, 5 * m + 1, 1) < 0)
+        return -1;
+    uint8_t *p = M->key;
+    for (size_t i = 0, prev = 0; i < m; prev = (size_t)rest[i++])
+        p += varint_put(p, (uint32_t)((size_t)rest[i] - prev));
+    return (Py_ssize_t)(p - M->key);
+}
+
+/* The slot of the sub-problem whose key code is M->key[0..len), or the empty slot where it
+ * belongs. */
+static Slot *td_find(const TdMemo *M, int32_t need, size_t len, uint32_t h)
 {
     for (size_t i = h & M->mask;; i = (i + 1) & M->mask) {
         Slot *s = &M->slots[i];
         if (s->id < 0)
             return s;
         const TdEntry *e = &M->entries[s->id];
-        if (s->hash == h && e->need == need && (size_t)e->len == m
-            && memcmp(M->arena + e->off, rest, m * sizeof(int32_t)) == 0)
+        if (s->hash == h && e->need == need && e->len == len
+            && memcmp(M->arena + e->off, M->key, len) == 0)
             return s;
     }
 }
@@ -64,14 +82,15 @@ static int td_insert(Store *S, TdMemo *M, int32_t need, const int32_t *rest, siz
         PyErr_SetString(PyExc_OverflowError, "too many threshold sub-problems");
         return -1;
     }
-    if (reserve((void **)&M->arena, &M->cap_arena, M->n_arena + m, sizeof(int32_t)) < 0
+    Py_ssize_t len = td_key(M, rest, m); /* nested calls used M->key since the lookup */
+    if (len < 0 || reserve((void **)&M->arena, &M->cap_arena, M->n_arena + (size_t)len, 1) < 0
         || reserve((void **)&M->entries, &M->cap_entries, M->n_entries + 1, sizeof(TdEntry)) < 0)
         return -1;
-    Slot *s = td_find(M, need, rest, m, h);
-    memcpy(M->arena + M->n_arena, rest, m * sizeof(int32_t));
-    M->entries[M->n_entries] = (TdEntry){(int64_t)M->n_arena, need, (int32_t)m, result};
+    Slot *s = td_find(M, need, (size_t)len, h);
+    memcpy(M->arena + M->n_arena, M->key, (size_t)len);
+    M->entries[M->n_entries] = (TdEntry){M->n_arena, (uint32_t)len, need, result};
     *s = (Slot){(int32_t)M->n_entries, h};
-    M->n_arena += m;
+    M->n_arena += (size_t)len;
     if (2 * ++M->n_entries > M->mask + 1)
         return slots_grow(&M->slots, &M->mask);
     return 0;
@@ -135,7 +154,10 @@ static int32_t td_rec(Store *S, TdMemo *M, int32_t need, const int32_t *rest, si
     if ((size_t)need > m)
         return 0;
     uint32_t h = td_hash(need, sum);
-    const Slot *hit = td_find(M, need, rest, m, h);
+    Py_ssize_t len = td_key(M, rest, m);
+    if (len < 0)
+        return ERR;
+    const Slot *hit = td_find(M, need, (size_t)len, h);
     if (hit->id >= 0)
         return M->entries[hit->id].result;
     if (tick(S) < 0)
@@ -218,7 +240,7 @@ static PyObject *Store_threshold(Store *S, PyObject *args)
 {
     PyObject *robj, *kobj, *kseq = NULL, *out = NULL;
     IntVec roots = {NULL, 0, 0};
-    TdMemo M = {NULL, MIN_TABLE - 1, NULL, 0, 0, NULL, 0, 0, 0};
+    TdMemo M = {NULL, MIN_TABLE - 1, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
     if (!PyArg_ParseTuple(args, "OO", &robj, &kobj) || roots_arg(S, robj, &roots) < 0)
         goto done;
     kseq = PySequence_Fast(kobj, "thresholds must be a sequence of integers");
@@ -272,6 +294,7 @@ done:
     PyMem_Free(M.slots);
     PyMem_Free(M.entries);
     PyMem_Free(M.arena);
+    PyMem_Free(M.key);
     PyMem_Free(roots.v);
     return out;
 }
