@@ -17,21 +17,20 @@
  *   hitting.c     minimal hitting sets (MMCS, the SR dualisation);
  *   module.c      the Store type's remaining methods and the module.
  *
- * Layout (about 30-45 bytes a node on the paper's forests; `bench compile` reports it). Nodes
- * are appended, and compacted in place by collect. Per node id: an 8-byte record (feature,
- * with a flag bit for unordered nodes, and the offset of its code) and its negation; the
- * codes of all nodes sit in one byte arena, offsets counting from a 64-bit base per 4096
- * nodes. A node's code is its segments, each a varint of its length minus one and a varint
- * of its child: the leaves and GAP (states not feasible at the node) as small codes, a
- * decision node as its distance below the parent (children are older than parents; mostly
- * one or two bytes). A segment is (end_exclusive, child) over the state indices of the
- * node's feature; code reads it through SegIt (core/c-store/store.h). Masks (Python ints of
- * any width) never reach C: the facade core/dgraph.py converts between masks and segments.
- * The unique table holds 4-byte node ids beside 8 bits of their hashes (a probe decodes a
- * node only on a match), at most three quarters full; the two computed tables (one per
- * operation) hold (a, b, result) triples, at most half full. All are open-addressing hash
- * tables with linear probing, doubled when full. Arrays grow geometrically; dealloc frees
- * everything.
+ * Layout (24-77 bytes a node on the paper's forests, by their segments per node; `bench
+ * compile` reports it). Nodes are appended, and compacted in place by collect. Per node id:
+ * an 8-byte record (feature, with a flag bit for unordered nodes, and the offset of its code)
+ * and its negation; the codes of all nodes sit in one byte arena, offsets counting from a
+ * 64-bit base per 4096 nodes. A node's code lists its segments, (end_exclusive, child) over
+ * the state indices of its feature, child GAP for states not feasible at the node: up to 16
+ * distinct children as a dictionary (decision children by their distances, sorted) and a
+ * byte per segment, more as varints per segment (SegIt in core/c-store/store.h decodes both).
+ * Masks (Python ints of any width) never reach C: the facade core/dgraph.py converts between
+ * masks and segments. The unique table holds 4-byte node ids beside 8 bits of their hashes
+ * (a probe decodes a node only on a match), at most three quarters full, and is rebuilt from
+ * the codes when it grows; the two computed tables (one per operation) hold (a, b, result)
+ * triples, at most half full. All are open-addressing hash tables with linear probing,
+ * doubled when full. Arrays grow geometrically; dealloc frees everything.
  *
  * Recursion. Ordered Apply recurses in C: every level raises the rank of at least one
  * operand's top feature, so the depth is at most twice the number of features. A call first

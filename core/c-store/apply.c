@@ -101,6 +101,40 @@ static int push_job(Store *S, int op, int32_t end, int32_t a, int32_t b)
     return 0;
 }
 
+/* Queue the sub-problems of a op b, f the first feature either tests (ranks ra and rb). Not
+ * inlined: its segment iterators (a few hundred bytes) stay out of apply_rec's frames. */
+static inline int push_jobs(Store *S, int op, int32_t a, int32_t b,
+                                               int32_t ra, int32_t rb, int32_t f)
+{
+    SegIt sa, sb;
+    if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */
+        seg_begin(S, a, &sa);
+        seg_begin(S, b, &sb);
+        seg_next(&sa);
+        seg_next(&sb);
+        for (;;) {
+            int32_t end = sa.end < sb.end ? sa.end : sb.end;
+            int gap = sa.child == GAP || sb.child == GAP;
+            if (push_job(S, op, end, gap ? GAP : sa.child, sb.child) < 0)
+                return -1;
+            if (end == S->n_states[f])
+                break;
+            if (sa.end == end)
+                seg_next(&sa);
+            if (sb.end == end)
+                seg_next(&sb);
+        }
+    }
+    else { /* the operand testing first branches; the other is constant along its branches */
+        int32_t other = ra < rb ? b : a;
+        seg_begin(S, ra < rb ? a : b, &sa);
+        while (seg_next(&sa))
+            if (push_job(S, op, sa.end, sa.child, other) < 0)
+                return -1;
+    }
+    return 0;
+}
+
 static int32_t apply_rec(Store *S, int op, int32_t a, int32_t b)
 {
     int32_t r = terminal(op, a, b);
@@ -120,32 +154,8 @@ static int32_t apply_rec(Store *S, int op, int32_t a, int32_t b)
     int32_t ra = S->rank[fa], rb = S->rank[fb];
     int32_t f = ra <= rb ? fa : fb;
     size_t base = S->n_scratch, jobs = S->n_jobs;
-    SegIt sa, sb;
-    if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */
-        seg_begin(S, a, &sa);
-        seg_begin(S, b, &sb);
-        seg_next(&sa);
-        seg_next(&sb);
-        for (;;) {
-            int32_t end = sa.end < sb.end ? sa.end : sb.end;
-            int gap = sa.child == GAP || sb.child == GAP;
-            if (push_job(S, op, end, gap ? GAP : sa.child, sb.child) < 0)
-                goto fail;
-            if (end == S->n_states[f])
-                break;
-            if (sa.end == end)
-                seg_next(&sa);
-            if (sb.end == end)
-                seg_next(&sb);
-        }
-    }
-    else { /* the operand testing first branches; the other is constant along its branches */
-        int32_t other = ra < rb ? b : a;
-        seg_begin(S, ra < rb ? a : b, &sa);
-        while (seg_next(&sa))
-            if (push_job(S, op, sa.end, sa.child, other) < 0)
-                goto fail;
-    }
+    if (push_jobs(S, op, a, b, ra, rb, f) < 0)
+        goto fail;
     /* Recursion may move the arena, the job stack and the scratch stack: indices only. */
     for (size_t q = jobs; q < S->n_jobs; q++) {
         Job job = S->jobs[q];

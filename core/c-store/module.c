@@ -257,7 +257,8 @@ static PyObject *Store_collect(Store *S, PyObject *arg)
     size_t pos = 0;
     for (size_t i = 0; i < count; i++) {
         int32_t old = keep.v[i];
-        SegIt it = {S->arena + at[i], old, old < 2 ? 0 : S->n_states[node_feat(S, old)], 0, 0};
+        SegIt it;
+        seg_begin_at(S, old, S->arena + at[i], &it);
         size_t k = 0;
         while (seg_next(&it))
             buf[k++] = (Seg){it.end, it.child == GAP ? GAP : map[it.child]};
@@ -265,7 +266,8 @@ static PyObject *Store_collect(Store *S, PyObject *arg)
             S->block[i >> BLOCK_BITS] = pos;
         S->rec[i] = (NodeRec){(uint32_t)(pos - S->block[i >> BLOCK_BITS]), S->rec[old].feat};
         S->neg[i] = S->neg[old] >= 0 ? map[S->neg[old]] : -1;
-        pos += encode_segs(S->arena + pos, (int32_t)i, buf, k);
+        if (i >= 2)
+            pos += encode_segs(S->arena + pos, (int32_t)i, buf, k);
     }
     S->n_nodes = count;
     S->n_arena = pos;

@@ -230,17 +230,59 @@ static int tick(Store *S)
 
 /* -- nodes ----------------------------------------------------------------------------- */
 
-/* Most bytes a segment's code takes (two varints of at most 32 bits). */
+/* Most bytes a node's code takes beside SEG_BYTES per segment: its form's byte and, in the
+ * dictionary form, the DICT_MAX children (a segment then takes at most 1 + 5 bytes). */
+#define CODE_BYTES (1 + 5 * DICT_MAX)
 #define SEG_BYTES 10
 
 /* Write the code of node n's segments s[0..k) at p (see SegIt); returns its length. */
 static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
 {
+    int32_t kids[DICT_MAX];
+    size_t d = 0, i, j;
+    for (i = 0; i < k && d <= DICT_MAX; i++) {
+        for (j = 0; j < d && kids[j] != s[i].child; j++)
+            ;
+        if (j == d) {
+            if (d == DICT_MAX) {
+                d++; /* too many: the plain form */
+                break;
+            }
+            kids[d++] = s[i].child;
+        }
+    }
     uint8_t *q = p;
-    for (size_t i = 0; i < k; i++) {
-        int32_t c = s[i].child;
-        q += varint_put(q, (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1));
-        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(n - c + 2));
+    if (d > DICT_MAX) {
+        *q++ = 0;
+        for (i = 0; i < k; i++) {
+            int32_t c = s[i].child;
+            q += varint_put(q, (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1));
+            q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(n - c + 2));
+        }
+        return (size_t)(q - p);
+    }
+    for (i = 1; i < d; i++) /* by decreasing id: decision nodes, then true, false, GAP */
+        for (j = i; j > 0 && kids[j - 1] < kids[j]; j--) {
+            int32_t t = kids[j];
+            kids[j] = kids[j - 1];
+            kids[j - 1] = t;
+        }
+    *q++ = (uint8_t)d;
+    for (i = 0, j = (size_t)n; i < d; i++) {
+        int32_t c = kids[i];
+        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)((int32_t)j - c + 2));
+        if (c > 1)
+            j = (size_t)c;
+    }
+    uint32_t all = d <= 16 ? 15 : 3; /* the length field's escape */
+    for (i = 0; i < k; i++) {
+        uint32_t len = (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1);
+        uint32_t field = len < all ? len : all;
+        for (j = 0; kids[j] != s[i].child; j++)
+            ;
+        *q++ = (uint8_t)(d <= 16 ? field | j << 4 : j | field << 6);
+        if (len >= all)
+            q += varint_put(q, len - all);
     }
     return (size_t)(q - p);
 }
@@ -256,7 +298,8 @@ static int32_t create(Store *S, int32_t f, const Seg *s, size_t k, uint32_t h, s
         return ERR;
     }
     if (tick(S) < 0 || reserve_nodes(S, S->n_nodes + 1) < 0
-        || reserve((void **)&S->arena, &S->cap_arena, S->n_arena + k * SEG_BYTES, 1) < 0)
+        || reserve((void **)&S->arena, &S->cap_arena, S->n_arena + CODE_BYTES + k * SEG_BYTES,
+                   1) < 0)
         return ERR;
     size_t n = S->n_nodes;
     if ((n & (BLOCK_NODES - 1)) == 0)

@@ -135,13 +135,26 @@ static inline const uint8_t *node_code(const Store *S, int32_t n)
     return S->arena + S->block[n >> BLOCK_BITS] + S->rec[n].off;
 }
 
-/* A node's segments, decoded one at a time: each is varint(end - previous end - 1) and
- * varint(child code) (0: GAP, 1 and 2: the leaves false and true, c >= 3: the node n - c + 2,
- * children being older than their parent); the last ends at the feature's state count. */
+/* A node's code (its segments; the leaves have none) comes in two forms, by the number d of
+ * distinct children (GAP and the leaves included) in its first byte:
+ * - 2 <= d <= DICT_MAX: the children, then one byte per segment (with a varint after it for
+ *   long segments). The children are decision nodes by decreasing id, each a varint of its
+ *   distance below the previous one (the first below the parent) plus 2, then the leaves
+ *   and GAP as varints 2 (true), 1 (false), 0 (GAP). A segment's byte holds its child's index
+ *   and its length minus one: for d <= 16 the index in the high nibble and the length in the
+ *   low one, for more children the index in the low six bits and the length in the high two;
+ *   an all-ones length field means that a varint of the rest of the length follows.
+ * - 0: per segment, a varint of its length minus one and a varint of its child (0: GAP, 1 and
+ *   2: false and true, c >= 3: the node n - c + 2, children being older than their parent).
+ * The last segment ends at the feature's number of states. */
+#define DICT_MAX 16
+
 typedef struct {
     const uint8_t *p;
-    int32_t n, nst; /* the node, its feature's number of states (0 for a leaf) */
+    int32_t n, nst;     /* the node, its feature's number of states (0 for a leaf) */
     int32_t end, child; /* the current segment */
+    int32_t d;          /* distinct children in the dictionary (0: plain form) */
+    int32_t dict[DICT_MAX];
 } SegIt;
 
 static inline uint32_t varint_get(const uint8_t **p)
@@ -157,17 +170,29 @@ static inline uint32_t varint_get(const uint8_t **p)
     return v;
 }
 
-static inline void seg_begin(const Store *S, int32_t n, SegIt *it)
+/* Start decoding node n's segments from its code at p (which collect reads at an old place). */
+static inline void seg_begin_at(const Store *S, int32_t n, const uint8_t *p, SegIt *it)
 {
     it->n = n;
     it->end = 0;
+    it->d = 0;
     if (n < 2) {
         it->nst = 0;
         it->p = NULL;
         return;
     }
     it->nst = S->n_states[node_feat(S, n)];
-    it->p = node_code(S, n);
+    it->d = *p++;
+    for (int32_t i = 0, prev = n; i < it->d; i++) {
+        uint32_t c = varint_get(&p);
+        it->dict[i] = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : (prev -= (int32_t)(c - 2));
+    }
+    it->p = p;
+}
+
+static inline void seg_begin(const Store *S, int32_t n, SegIt *it)
+{
+    seg_begin_at(S, n, n < 2 ? NULL : node_code(S, n), it);
 }
 
 /* Decode the next segment into it->end and it->child; 0 after the last one. */
@@ -175,14 +200,25 @@ static inline int seg_next(SegIt *it)
 {
     if (it->end == it->nst)
         return 0;
+    if (it->d) {
+        uint8_t b = *it->p++;
+        int32_t len = it->d <= 16 ? b & 15 : b >> 6, all = it->d <= 16 ? 15 : 3;
+        it->end += 1 + len;
+        if (len == all)
+            it->end += (int32_t)varint_get(&it->p);
+        it->child = it->dict[it->d <= 16 ? b >> 4 : b & 63];
+        return 1;
+    }
     it->end += 1 + (int32_t)varint_get(&it->p);
     uint32_t c = varint_get(&it->p);
     it->child = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : it->n - (int32_t)(c - 2);
     return 1;
 }
 
-/* Node n's segments into out (room for max_states of them); returns their number. */
-static inline size_t node_segs(const Store *S, int32_t n, Seg *out)
+/* Node n's segments into out (room for max_states of them); returns their number. Not
+ * inlined, here and below: a SegIt (a few hundred bytes) must stay out of the frames of
+ * recursive callers. */
+static __attribute__((noinline)) size_t node_segs(const Store *S, int32_t n, Seg *out)
 {
     SegIt it;
     size_t k = 0;
@@ -192,7 +228,7 @@ static inline size_t node_segs(const Store *S, int32_t n, Seg *out)
     return k;
 }
 
-static inline size_t node_nseg(const Store *S, int32_t n)
+static __attribute__((noinline)) size_t node_nseg(const Store *S, int32_t n)
 {
     SegIt it;
     size_t k = 0;

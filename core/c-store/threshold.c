@@ -168,33 +168,37 @@ static int32_t td_rec(Store *S, TdMemo *M, int32_t need, const int32_t *rest, si
             f = node_feat(S, rest[i]);
     nst = S->n_states[f];
     size_t n_kept = 0, n_segs = 0, n_events = 0, base = S->n_scratch;
-    for (size_t i = 0; i < m; i++)
-        if (node_feat(S, rest[i]) == f)
-            n_segs += node_nseg(S, rest[i]);
-    /* kept: the residues not testing f; segs: copies of the testing ones' segments, one
-     * residue after another; events: (end << 32 | index) of each segment but a last one */
+    size_t cap_segs = 0, cap_events = 0;
+    /* kept: the residues not testing f; segs: the testing ones' segments, one residue after
+     * another; events: (end << 32 | index) of each segment but a last one */
     int32_t *kept = PyMem_Malloc(3 * m * sizeof(int32_t));
-    Seg *segs = PyMem_Malloc(n_segs * sizeof(Seg));
-    uint64_t *events = PyMem_Malloc(n_segs * sizeof(uint64_t));
-    if (kept == NULL || segs == NULL || events == NULL) {
+    Seg *segs = NULL;
+    uint64_t *events = NULL;
+    if (kept == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     int32_t *kids = kept + m;
     TdBlock B = {0, 0, kept + 2 * m, 0, 0};
     uint64_t kept_sum = sum;
-    n_segs = 0;
     for (size_t i = 0; i < m; i++) {
         if (node_feat(S, rest[i]) != f) {
             kept[n_kept++] = rest[i];
             continue;
         }
         kept_sum -= td_elem(rest[i]);
-        size_t nseg = node_segs(S, rest[i], segs + n_segs);
-        td_enter(&B, segs[n_segs].child, 1);
-        for (size_t j = 0; j + 1 < nseg; j++)
-            events[n_events++] = (uint64_t)segs[n_segs + j].end << 32 | (n_segs + j);
-        n_segs += nseg;
+        size_t first = n_segs;
+        SegIt it;
+        seg_begin(S, rest[i], &it);
+        while (seg_next(&it)) {
+            if (reserve((void **)&segs, &cap_segs, n_segs + 1, sizeof(Seg)) < 0
+                || reserve((void **)&events, &cap_events, n_segs + 1, sizeof(uint64_t)) < 0)
+                goto done;
+            if (n_segs > first) /* the previous segment was not the last */
+                events[n_events++] = (uint64_t)segs[n_segs - 1].end << 32 | (n_segs - 1);
+            segs[n_segs++] = (Seg){it.end, it.child};
+        }
+        td_enter(&B, segs[first].child, 1);
     }
     qsort(events, n_events, sizeof(uint64_t), cmp_uint64);
     for (int32_t start = 0, e = 0; start < nst;) {
