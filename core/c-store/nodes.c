@@ -274,15 +274,13 @@ static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
         if (c > 1)
             j = (size_t)c;
     }
-    uint32_t all = d <= 16 ? 15 : 3; /* the length field's escape */
     for (i = 0; i < k; i++) {
         uint32_t len = (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1);
-        uint32_t field = len < all ? len : all;
         for (j = 0; kids[j] != s[i].child; j++)
             ;
-        *q++ = (uint8_t)(d <= 16 ? field | j << 4 : j | field << 6);
-        if (len >= all)
-            q += varint_put(q, len - all);
+        *q++ = (uint8_t)((len < 15 ? len : 15) | j << 4);
+        if (len >= 15)
+            q += varint_put(q, len - 15);
     }
     return (size_t)(q - p);
 }
