@@ -9,8 +9,8 @@ each comparison) runs with :class:`rfcircuits.apply.Apply` as the comparator: ``
   itself when every child lies below ``X`` in the order), so every graph is ordered
   (test-once) and the fast path of :mod:`rfcircuits.apply` applies throughout. Sizes depend on the
   order: :func:`rfcircuits.featureorder.feature_order` (default ``auto``) keeps the best of a few
-  static heuristics on a sample of the trees, and wide forests that compile large are
-  compiled again under a sifted order (:data:`SIFT_TRIGGER`);
+  static heuristics on a sample of the trees, and forests that compile large are compiled
+  again under a sifted order (:data:`SIFT_TRIGGER`);
 - ``apply="generic"``: each tree is copied node for node (trees are weak test-once; re-tests
   keep only feasible states) and combined with paper Alg. 4.
 
@@ -50,14 +50,14 @@ from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, 
 #: How votes are counted (module docstring); the first is the default (with ordered Apply).
 COUNTERS = ("topdown", "totalizer", "oddeven")
 
-#: With ``order="auto"`` and ordered Apply, the compile of a forest of more than
-#: :data:`SIFT_FEATURES` features that outgrows :data:`SIFT_TRIGGER` nodes stops, and the
-#: forest is compiled again under the order :func:`rfcircuits.featureorder.sift` makes of the
-#: heuristic one (the first attempt's work is lost). Narrower forests are left to the
-#: heuristics, which order their few features well, and smaller compiles would not repay the
-#: sifting (docs/decisions.md, "Sifting the order of wide forests").
-SIFT_TRIGGER = 1_000_000
-SIFT_FEATURES = 20
+#: With ``order="auto"`` and ordered Apply, a compile that outgrows :data:`SIFT_TRIGGER`
+#: live nodes stops, and the forest is compiled again under the order
+#: :func:`rfcircuits.featureorder.sift` makes of the heuristic one (the first attempt's work
+#: is lost). Forests of few features gain from it as well as wide ones; smaller compiles
+#: would not repay the sifting, which takes seconds however small the forest, so tiny
+#: forests (tests, fuzzing, the corpus) never sift (docs/decisions.md, "Sifting the order of
+#: large compiles").
+SIFT_TRIGGER = 500_000
 
 #: Garbage-collect between pair networks once the manager holds this many times the nodes it
 #: kept at the last collection (amortised: each collection costs time linear in the nodes).
@@ -115,8 +115,8 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
     start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
     ranks = feature_order(forest, order, created_nodes) if isinstance(order, str) else list(order)
-    if order == "auto" and apply == "ordered" and len(forest.features) > SIFT_FEATURES and (
-            max_nodes is None or max_nodes > SIFT_TRIGGER):
+    if order == "auto" and apply == "ordered" and (max_nodes is None
+                                                   or max_nodes > SIFT_TRIGGER):
         # A large forest's graphs depend much on the order: past SIFT_TRIGGER nodes, sift it.
         try:
             return _compile(forest, ties, form, apply, ranks, SIFT_TRIGGER, timeout, progress,

@@ -4,7 +4,8 @@ The class formulas do not depend on the order, only the graphs' sizes and the co
 do: an order is a performance choice. :func:`feature_order` offers static heuristics and
 ``auto``, which ranks them by compiling Alg. 3B on a prefix of the trees; :func:`sift`
 improves an order by moving features one at a time, judged on windows of the trees
-(:func:`rfcircuits.dgcompile.compile_dg` sifts ``auto`` orders of wide forests that compile large).
+(:func:`rfcircuits.dgcompile.compile_dg` sifts the ``auto`` order of forests that compile
+large).
 Both judge orders by a cost function the caller passes (:data:`Created`, in practice
 :func:`rfcircuits.dgcompile.created_nodes`), so that ordering does not import compiling.
 """
@@ -28,10 +29,14 @@ Created = Callable[[Forest, list[int], int, str | None], int]
 #: least this many nodes (a fraction of a second of Apply).
 SAMPLE_NODES = 50_000
 #: :func:`sift` judges orders on windows of as many consecutive trees as the given order
-#: compiles into at most this many nodes (a few milliseconds each) ...
-WINDOW_NODES = 5_000
-#: ... and stops once its trial compiles have created this many nodes in all (about 6 s).
-SIFT_WORK = 30_000_000
+#: compiles into at most this many nodes (tens of milliseconds each; larger windows judge
+#: orders more like the whole forest does) ...
+WINDOW_NODES = 20_000
+#: ... and stops once its trial compiles have created this many nodes in all (10-30 s), or
+#: :data:`SIFT_TREE_WORK` per tree if less: a forest of few trees compiles in a second or two,
+#: and its sifting must stay short beside that.
+SIFT_WORK = 50_000_000
+SIFT_TREE_WORK = 3_000_000
 #: Passes of :func:`sift` over the features (it also stops after a pass without gain).
 SIFT_PASSES = 2
 
@@ -113,12 +118,13 @@ def _force(forest: Forest, start: list[int], rounds: int = 50) -> list[int]:
     return best[1]
 
 
-def sift(forest: Forest, order: list[int], created: Created, work: int = SIFT_WORK,
+def sift(forest: Forest, order: list[int], created: Created, work: int | None = None,
          deadline: float | None = None) -> list[int]:
     """``order`` improved by sifting (Rudell 1993) on windows of the trees: each feature in
     turn is moved to every other position, and a move is kept when the windows' Alg. 3B
     graphs then have fewer nodes in all; at most :data:`SIFT_PASSES` passes, and no more trial
-    compiles once they have created ``work`` nodes (deterministic: nodes, not seconds), or
+    compiles once they have created ``work`` nodes (by default :data:`SIFT_WORK`, at most
+    :data:`SIFT_TREE_WORK` per tree; deterministic: nodes, not seconds), or
     once ``time.monotonic()`` passes ``deadline`` (a compile's ``--timeout``).
 
     An order's cost is the nodes its windows' compiles create (the graphs, and the tree
@@ -126,9 +132,11 @@ def sift(forest: Forest, order: list[int], created: Created, work: int = SIFT_WO
     largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes;
     windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
     some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
-    alone overfits it (docs/decisions.md, "Sifting the order of wide forests"). ``created``
+    alone overfits it (docs/decisions.md, "Sifting the order of large compiles"). ``created``
     measures a compile."""
     trees = forest.trees
+    if work is None:
+        work = min(SIFT_WORK, SIFT_TREE_WORK * len(trees))
     spent = 0
 
     def nodes(sample: Forest, trial: list[int], cap: int) -> int:

@@ -675,7 +675,6 @@ def test_sifted_auto_compile_equals_brute_force(monkeypatch, seed):
     formulas are the oracle's, the order is the one :func:`sift` makes, and the first attempt
     really stopped (else the sifted order would not be used)."""
     f = random_forest(random.Random(seed), Limits(max_trees=7, max_classes=3))
-    monkeypatch.setattr(dgcompile, "SIFT_FEATURES", 0)
     monkeypatch.setattr(dgcompile, "SIFT_TRIGGER", 3)
     sifted = []
     real_sift = dgcompile.sift
