@@ -163,6 +163,27 @@ def test_explain_stops_at_the_node_budget(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["necessary_reasons"]
 
 
+def test_explain_out_of_memory_is_a_message(tmp_path, capsys, monkeypatch):
+    # Memory can run out before the node budget does (a ulimit, --max-nodes 0): a message,
+    # exit 1, and the explanations already written are kept, as at the budget.
+    from rfcircuits import dgcompile
+    from rfcircuits.crosscheck.spec_examples import SUSAN
+
+    (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
+    (tmp_path / "i.jsonl").write_text(json.dumps(SUSAN) + "\n")
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(dgcompile, "compile_dg", no_memory)
+    assert main(["explain", "--forest", str(tmp_path / "f.json"), "--instances",
+                 str(tmp_path / "i.jsonl"), "--what", "nr", "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "rfcircuits explain: stopped: out of memory" in captured.err
+    assert "Traceback" not in captured.err
+
+
 def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):
     import os
 

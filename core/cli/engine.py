@@ -207,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
     except BudgetExceeded as exc:
         print(f"rfcircuits {args.command}: stopped: {exc}", file=sys.stderr)
         return 1
+    except MemoryError:  # the machine's or a ulimit's memory ran out before --max-nodes did
+        print(f"rfcircuits {args.command}: stopped: out of memory (--max-nodes N stops the "
+              "decision graphs at N nodes)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"rfcircuits {args.command}: interrupted", file=sys.stderr)
         return exit_status()
