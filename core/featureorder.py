@@ -37,6 +37,12 @@ WINDOW_NODES = 20_000
 #: and its sifting must stay short beside that.
 SIFT_WORK = 50_000_000
 SIFT_TREE_WORK = 3_000_000
+#: Forests of more than :data:`WIDE` features keep the windows and work of before
+#: 2026-11-28: ann-thyroid (21 features, 100 trees) sifted on 20 K-node windows with 50 M of
+#: work got an order whose compile outgrew 75 M nodes, where 5 K and 30 M give 41 M.
+WIDE = 20
+WIDE_WINDOW_NODES = 5_000
+WIDE_SIFT_WORK = 30_000_000
 #: Passes of :func:`sift` over the features (it also stops after a pass without gain).
 SIFT_PASSES = 2
 
@@ -124,19 +130,23 @@ def sift(forest: Forest, order: list[int], created: Created, work: int | None = 
     turn is moved to every other position, and a move is kept when the windows' Alg. 3B
     graphs then have fewer nodes in all; at most :data:`SIFT_PASSES` passes, and no more trial
     compiles once they have created ``work`` nodes (by default :data:`SIFT_WORK`, at most
-    :data:`SIFT_TREE_WORK` per tree; deterministic: nodes, not seconds), or
+    :data:`SIFT_TREE_WORK` per tree, or :data:`WIDE_SIFT_WORK` for forests of more than
+    :data:`WIDE` features; deterministic: nodes, not seconds), or
     once ``time.monotonic()`` passes ``deadline`` (a compile's ``--timeout``).
 
     An order's cost is the nodes its windows' compiles create (the graphs, and the tree
     formulas they start from). A window is ``m`` consecutive trees (cyclically), ``m`` the
-    largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes;
+    largest count whose compile under ``order`` creates at most :data:`WINDOW_NODES` nodes
+    (:data:`WIDE_WINDOW_NODES` beyond :data:`WIDE` features);
     windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
     some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
     alone overfits it (docs/decisions.md, "Sifting the order of large compiles"). ``created``
     measures a compile."""
     trees = forest.trees
+    wide = len(forest.features) > WIDE
+    window = WIDE_WINDOW_NODES if wide else WINDOW_NODES
     if work is None:
-        work = min(SIFT_WORK, SIFT_TREE_WORK * len(trees))
+        work = WIDE_SIFT_WORK if wide else min(SIFT_WORK, SIFT_TREE_WORK * len(trees))
     spent = 0
 
     def nodes(sample: Forest, trial: list[int], cap: int) -> int:
@@ -152,7 +162,7 @@ def sift(forest: Forest, order: list[int], created: Created, work: int | None = 
 
     m = 1
     while m < len(trees) and nodes(Forest(forest.features, forest.classes, trees[:m + 1]),
-                                   order, WINDOW_NODES) <= WINDOW_NODES:
+                                   order, window) <= window:
         m += 1
     windows = [Forest(forest.features, forest.classes,
                       [trees[(start + i) % len(trees)] for i in range(m)])
