@@ -97,6 +97,10 @@ class Store(Protocol):
         table, not Apply's computed tables (caches). O(1) in C; the reference store sums its
         Python objects' sizes, O(N)."""
 
+    def set_budget(self, max_nodes: int | None, message: str, /) -> None:
+        """Replace the node budget given at construction (None: none) and the message of the
+        budget error; the nodes held stay. O(1)."""
+
     def clear(self, /) -> None:
         """Drop Apply's computed tables (nodes and negations stay). O(table size)."""
 

@@ -119,8 +119,10 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
                                                    or max_nodes > SIFT_TRIGGER):
         # A large forest's graphs depend much on the order: past SIFT_TRIGGER nodes, sift it.
         try:
-            return _compile(forest, ties, form, apply, ranks, SIFT_TRIGGER, timeout, progress,
+            comp = _compile(forest, ties, form, apply, ranks, SIFT_TRIGGER, timeout, progress,
                             counter, start)
+            comp.dg.set_max_nodes(max_nodes)  # the trigger only chose not to sift
+            return comp
         except BudgetExceeded:
             if deadline is not None and time.monotonic() > deadline:
                 raise

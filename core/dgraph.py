@@ -63,6 +63,10 @@ def _stores() -> tuple[dict[str, type[Store]], str, Any]:
 STORES, BACKEND, NATIVE = _stores()
 
 
+def _budget_message(max_nodes: int | None) -> str:
+    return f"decision graphs exceed --max-nodes {max_nodes}"
+
+
 def backend_text() -> str:
     """The store in use as users are told it (``rfcircuits --version``, the demo)."""
     if BACKEND == "c":
@@ -92,7 +96,7 @@ class DG:
         self.backend = BACKEND
         self.store: Store = STORES[BACKEND](
             [f.n_states for f in self.features], self.rank, max_nodes, self.deadline,
-            BudgetExceeded, f"decision graphs exceed --max-nodes {max_nodes}",
+            BudgetExceeded, _budget_message(max_nodes),
             "" if timeout is None else f"compilation exceeds --timeout {timeout:g} s")
         #: feature[n]: the feature node n tests (LEAF for the leaves).
         self.feature: Sequence[int] = self.store.feature
@@ -142,6 +146,12 @@ class DG:
             n = self._literals[key] = self.node(
                 feature, ((mask, TRUE), (self.full[feature] & ~mask, FALSE)))
         return n
+
+    def set_max_nodes(self, max_nodes: int | None) -> None:
+        """Replace the node budget (None: none): a compile that sifts its order decides so by
+        compiling under a trial budget first, whose graphs then live on under the caller's."""
+        self.max_nodes = max_nodes
+        self.store.set_budget(max_nodes, _budget_message(max_nodes))
 
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceeded` once the timeout has passed."""

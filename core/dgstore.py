@@ -371,6 +371,11 @@ class PyStore:
         for table in self._computed:
             table.clear()
 
+    def set_budget(self, max_nodes: int | None, message: str, /) -> None:
+        """Replace the node budget and its message."""
+        self._max_nodes = max_nodes
+        self._messages = (message, self._messages[1])
+
     def node_bytes(self, /) -> int:
         """Bytes of the per-node lists, the segment tuples and the unique table."""
         size = sys.getsizeof

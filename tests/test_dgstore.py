@@ -698,6 +698,23 @@ def test_sifted_auto_compile_equals_brute_force(monkeypatch, seed):
             assert got == brute.class_worlds(c), (ties, c)
 
 
+@pytest.mark.parametrize("max_nodes", [None, 10 ** 6])
+def test_a_compile_that_fits_the_trigger_keeps_the_callers_budget(monkeypatch, max_nodes):
+    # The first attempt runs under SIFT_TRIGGER nodes; when it fits, its graphs must go on
+    # under the caller's budget: negating them (CEs), Alg. 3A's conjunctions and the
+    # explainer's searches create more nodes (waveform-21 stopped at the trigger this way).
+    f = random_forest(random.Random(3), Limits(max_trees=7, max_classes=3))
+    size = len(compile_dg(f, order="auto", max_nodes=max_nodes).dg)
+    monkeypatch.setattr(dgcompile, "SIFT_TRIGGER", size)  # just fits
+    comp = compile_dg(f, order="auto", max_nodes=max_nodes)
+    assert len(comp.dg) == size and comp.dg.max_nodes == max_nodes
+    ap = Apply(comp.dg)
+    for roots in comp.roots:  # Alg. 3A's conjunctions: new nodes
+        ap.conj(roots[0], roots[-1])
+        comp.dg.negate(roots[0])
+    assert len(comp.dg) > size
+
+
 def test_sift_keeps_the_order_when_out_of_time_or_work():
     """Sifting is bounded: a passed deadline or no work budget returns the order as given;
     a real run returns a permutation and never one its windows find larger."""

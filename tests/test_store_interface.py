@@ -37,6 +37,7 @@ def test_the_protocol_lists_what_the_facade_uses():
     assert set(METHODS) == {
         "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
         "threshold", "tree_formulas", "evaluate", "reachable", "collect", "clear", "node_bytes",
+        "set_budget",
         "prepare",
         "min_deviations", "violations"}
     assert set(ATTRIBUTES) <= set(Store.__annotations__)
@@ -64,7 +65,7 @@ def outcome(call: Callable[[], object]) -> object:
     """The value of a call, or the type of the error it raises (the messages may differ)."""
     try:
         return call()
-    except (ValueError, IndexError, TypeError, OverflowError) as error:
+    except (ValueError, IndexError, TypeError, OverflowError, BudgetExceeded) as error:
         return type(error).__name__
 
 
@@ -143,8 +144,14 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
             if n > TRUE:  # (the C store refuses a leaf's feature, which the reference trusts)
                 call("lookup", store.feature[n], store.segments(n))
             call("lookup", f, random_segments(rng, n_states[f], nodes))
-        elif kind < 0.9:
+        elif kind < 0.87:
             call("clear")
+        elif kind < 0.9:  # a tight budget for one Apply, then none again
+            call("set_budget", len(store) - 2 + rng.randint(0, 3), "too many nodes")
+            made = call("apply", rng.randrange(2), rng.choice(ordered), rng.choice(ordered))
+            if isinstance(made, int):
+                nodes.append(made)
+            call("set_budget", None, "too many nodes")
         else:
             kept = rng.sample(nodes, len(nodes) // 2)
             new = call("collect", kept)

@@ -310,6 +310,25 @@ static PyObject *Store_node_bytes(Store *S, PyObject *Py_UNUSED(ignored))
                              + unique);
 }
 
+/* PyStore.set_budget: a new node budget (None: none) and its message. */
+static PyObject *Store_set_budget(Store *S, PyObject *args)
+{
+    PyObject *max_nodes, *message;
+    if (!PyArg_ParseTuple(args, "OU:set_budget", &max_nodes, &message))
+        return NULL;
+    long long limit = -1;
+    if (max_nodes != Py_None) {
+        limit = PyLong_AsLongLong(max_nodes);
+        if (limit == -1 && PyErr_Occurred())
+            return NULL;
+        limit = limit < 0 ? 0 : limit;
+    }
+    S->max_nodes = limit;
+    Py_INCREF(message);
+    Py_SETREF(S->nodes_message, message);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Store_clear(Store *S, PyObject *Py_UNUSED(ignored))
 {
     if (reset_computed(S) < 0)
@@ -470,6 +489,9 @@ static PyMethodDef Store_methods[] = {
     {"node_bytes", (PyCFunction)Store_node_bytes, METH_NOARGS,
      "node_bytes($self, /)\n--\n\n"
      "Bytes the nodes occupy: node arrays, branch lists, unique table."},
+    {"set_budget", (PyCFunction)Store_set_budget, METH_VARARGS,
+     "set_budget($self, max_nodes, message, /)\n--\n\n"
+     "Replace the node budget (None: none) and its error message."},
     {"clear", (PyCFunction)Store_clear, METH_NOARGS,
      "clear($self, /)\n--\n\n"
      "Drop Apply's computed tables."},
