@@ -35,8 +35,8 @@ WINDOW_NODES = 20_000
 #: ... and stops once its trial compiles have created this many nodes in all (10-30 s), or
 #: :data:`SIFT_TREE_WORK` per tree if less: a forest of few trees compiles in a second or two,
 #: and its sifting must stay short beside that.
-SIFT_WORK = 50_000_000
-SIFT_TREE_WORK = 3_000_000
+SIFT_WORK = 40_000_000
+SIFT_TREE_WORK = 2_000_000
 #: Forests of more than :data:`WIDE` features keep the windows and work of before
 #: 2026-11-28: ann-thyroid (21 features, 100 trees) sifted on 20 K-node windows with 50 M of
 #: work got an order whose compile outgrew 75 M nodes, where 5 K and 30 M give 41 M.
