@@ -138,14 +138,8 @@ static PyObject *Store_evaluate(Store *S, PyObject *args)
     memset(value, 0, (roots.n + 7) / 8);
     for (size_t i = 0; i < roots.n; i++) {
         int32_t n = roots.v[i];
-        while (n > 1) {
-            SegIt it;
-            int32_t state = x[node_feat(S, n)];
-            seg_begin(S, n, &it);
-            while (seg_next(&it) && it.end <= state)
-                ;
-            n = it.child;
-        }
+        while (n > 1)
+            n = node_child_at(S, n, x[node_feat(S, n)]);
         if (n == GAP) {
             PyErr_SetString(PyExc_ValueError, "the instance's state is not feasible on its path");
             Py_CLEAR(out);

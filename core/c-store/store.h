@@ -214,6 +214,44 @@ static inline int seg_next(SegIt *it)
     return 1;
 }
 
+/* The child of decision node n at state `state`, decoding no more of its code than that
+ * takes (evaluate walks many paths: the whole dictionary of every node on them would cost
+ * more than the walk). */
+static inline int32_t node_child_at(const Store *S, int32_t n, int32_t state)
+{
+    const uint8_t *p = node_code(S, n);
+    int32_t d = *p++, end = 0;
+    if (d == 0) {
+        for (;;) {
+            end += 1 + (int32_t)varint_get(&p);
+            uint32_t c = varint_get(&p);
+            if (end > state)
+                return c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : n - (int32_t)(c - 2);
+        }
+    }
+    const uint8_t *dict = p;
+    for (int32_t i = 0; i < d; i++) /* skip the dictionary */
+        while (*p++ & 0x80)
+            ;
+    int32_t index;
+    for (;;) {
+        uint8_t b = *p++;
+        end += 1 + (b & 15);
+        if ((b & 15) == 15)
+            end += (int32_t)varint_get(&p);
+        if (end > state) {
+            index = b >> 4;
+            break;
+        }
+    }
+    int32_t child = n;
+    for (int32_t i = 0; i <= index; i++) {
+        uint32_t c = varint_get(&dict);
+        child = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : child - (int32_t)(c - 2);
+    }
+    return child;
+}
+
 /* Node n's segments into out (room for max_states of them); returns their number. Not
  * inlined, here and below: a SegIt (a few hundred bytes) must stay out of the frames of
  * recursive callers. */
