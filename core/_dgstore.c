@@ -17,7 +17,7 @@
  *   hitting.c     minimal hitting sets (MMCS, the SR dualisation);
  *   module.c      the Store type's remaining methods and the module.
  *
- * Layout (24-77 bytes a node on the paper's forests, by their segments per node; `bench
+ * Layout (25-84 bytes a node on the paper's forests, by their segments per node; `bench
  * compile` reports it). Nodes are appended, and compacted in place by collect. Per node id:
  * an 8-byte record (feature, with a flag bit for unordered nodes, and the offset of its code)
  * and its negation; the codes of all nodes sit in one byte arena, offsets counting from a
