@@ -101,10 +101,9 @@ static int push_job(Store *S, int op, int32_t end, int32_t a, int32_t b)
     return 0;
 }
 
-/* Queue the sub-problems of a op b, f the first feature either tests (ranks ra and rb). Not
- * inlined: its segment iterators (a few hundred bytes) stay out of apply_rec's frames. */
-static inline int push_jobs(Store *S, int op, int32_t a, int32_t b,
-                                               int32_t ra, int32_t rb, int32_t f)
+/* Queue the sub-problems of a op b, f the first feature either tests (ranks ra and rb). */
+static inline int push_jobs(Store *S, int op, int32_t a, int32_t b, int32_t ra, int32_t rb,
+                            int32_t f)
 {
     SegIt sa, sb;
     if (ra == rb) { /* same feature: two-pointer merge of the sorted segment lists */

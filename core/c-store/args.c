@@ -36,6 +36,20 @@ static int roots_arg(Store *S, PyObject *obj, IntVec *out)
     return 0;
 }
 
+/* A node budget: None (-1: none) or an int, negative ones meaning 0. */
+static int budget_arg(PyObject *obj, long long *out)
+{
+    *out = -1;
+    if (obj == Py_None)
+        return 0;
+    *out = PyLong_AsLongLong(obj);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    if (*out < 0)
+        *out = 0;
+    return 0;
+}
+
 static int feature_arg(Store *S, PyObject *obj, int32_t *out)
 {
     long f = PyLong_AsLong(obj);

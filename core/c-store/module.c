@@ -310,13 +310,9 @@ static PyObject *Store_set_budget(Store *S, PyObject *args)
     PyObject *max_nodes, *message;
     if (!PyArg_ParseTuple(args, "OU:set_budget", &max_nodes, &message))
         return NULL;
-    long long limit = -1;
-    if (max_nodes != Py_None) {
-        limit = PyLong_AsLongLong(max_nodes);
-        if (limit == -1 && PyErr_Occurred())
-            return NULL;
-        limit = limit < 0 ? 0 : limit;
-    }
+    long long limit;
+    if (budget_arg(max_nodes, &limit) < 0)
+        return NULL;
     S->max_nodes = limit;
     Py_INCREF(message);
     Py_SETREF(S->nodes_message, message);
@@ -370,14 +366,8 @@ static PyObject *Store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     S->nodes_message = nodes_message;
     Py_INCREF(time_message);
     S->time_message = time_message;
-    S->max_nodes = -1;
-    if (max_nodes != Py_None) {
-        S->max_nodes = PyLong_AsLongLong(max_nodes);
-        if (S->max_nodes == -1 && PyErr_Occurred())
-            goto fail;
-        if (S->max_nodes < 0)
-            S->max_nodes = 0;
-    }
+    if (budget_arg(max_nodes, &S->max_nodes) < 0)
+        goto fail;
     if (deadline != Py_None) {
         S->deadline = PyFloat_AsDouble(deadline);
         if (S->deadline == -1.0 && PyErr_Occurred())

@@ -238,7 +238,7 @@ static int tick(Store *S)
 /* Write the code of node n's segments s[0..k) at p (see SegIt); returns its length. */
 static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
 {
-    int32_t kids[DICT_MAX];
+    int32_t kids[DICT_MAX], prev;
     size_t d = 0, i, j;
     for (i = 0; i < k && d <= DICT_MAX; i++) {
         for (j = 0; j < d && kids[j] != s[i].child; j++)
@@ -268,11 +268,11 @@ static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
             kids[j - 1] = t;
         }
     *q++ = (uint8_t)d;
-    for (i = 0, j = (size_t)n; i < d; i++) {
+    for (i = 0, prev = n; i < d; i++) {
         int32_t c = kids[i];
-        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)((int32_t)j - c + 2));
+        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(prev - c + 2));
         if (c > 1)
-            j = (size_t)c;
+            prev = c;
     }
     for (i = 0; i < k; i++) {
         uint32_t len = (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1);

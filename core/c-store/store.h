@@ -253,7 +253,7 @@ static inline int32_t node_child_at(const Store *S, int32_t n, int32_t state)
 }
 
 /* Node n's segments into out (room for max_states of them); returns their number. Not
- * inlined, here and below: a SegIt (a few hundred bytes) must stay out of the frames of
+ * inlined, here and below: a SegIt (about a hundred bytes) must stay out of the frames of
  * recursive callers. */
 static __attribute__((noinline)) size_t node_segs(const Store *S, int32_t n, Seg *out)
 {
