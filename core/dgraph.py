@@ -254,7 +254,7 @@ class DG:
     def evaluate_all(self, roots: Sequence[int], x: Sequence[int]) -> int:
         """:meth:`evaluate` for each root at once: bit ``i`` set when ``x`` satisfies
         ``roots[i]``."""
-        return int.from_bytes(self.store.evaluate(list(roots), list(x)), "little")
+        return int.from_bytes(self.store.evaluate(roots, x), "little")
 
     def count_models(self, root: int) -> int:
         """Number of worlds satisfying ``root`` (weak test-once graphs)."""

@@ -427,6 +427,48 @@ def test_features_with_hundreds_of_states(monkeypatch, backend):
             assert dg.evaluate(both, (s, b)) == (bool(mask >> s & 1) and b == 1), (s, b)
 
 
+def test_evaluate_on_a_store_larger_than_the_caches():
+    """Past 2^20 nodes the C store interleaves its walks over several lanes (and memoises
+    every store's walks): each root's value is still its own, including roots that share
+    nodes, repeated roots and leaves."""
+    wide = 1500
+    dg = DG([Feature.categorical("top", [str(s) for s in range(4)]),
+             Feature.categorical("wide", [str(s) for s in range(wide)])])
+    # Node (a, b) on "wide" is false on the states [a, b), true elsewhere.
+    cuts = [(a, b) for a in range(1, wide) for b in range(a + 1, wide)]
+    make = dg.store.make
+    lits = [make(1, ((a, TRUE), (b, FALSE), (wide, TRUE))) for a, b in cuts]
+    assert len(dg) > 1 << 20
+    rng = random.Random(7)
+    tops = []
+    for _ in range(300):
+        picks = rng.sample(range(len(lits)), 2)
+        tops.append((dg.node(0, [(0b0011, lits[picks[0]]), (0b1100, lits[picks[1]])]), picks))
+
+    def lit_value(i: int, s: int) -> int:
+        a, b = cuts[i]
+        return int(not a <= s < b)
+
+    for _ in range(20):
+        x = (rng.randrange(4), rng.randrange(wide))
+        roots, want = [], []
+        for _ in range(400):
+            kind = rng.randrange(3)
+            if kind == 0:
+                i = rng.randrange(len(lits))
+                roots.append(lits[i])
+                want.append(lit_value(i, x[1]))
+            elif kind == 1:
+                top, picks = rng.choice(tops)
+                roots.append(top)
+                want.append(lit_value(picks[x[0] >= 2], x[1]))
+            else:
+                leaf = rng.choice((FALSE, TRUE))
+                roots.append(leaf)
+                want.append(int(leaf == TRUE))
+        assert dg.evaluate_all(roots, x) == sum(w << i for i, w in enumerate(want))
+
+
 # -- class formulas against the oracle ----------------------------------------------------------
 
 

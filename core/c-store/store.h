@@ -214,12 +214,11 @@ static inline int seg_next(SegIt *it)
     return 1;
 }
 
-/* The child of decision node n at state `state`, decoding no more of its code than that
- * takes (evaluate walks many paths: the whole dictionary of every node on them would cost
- * more than the walk). */
-static inline int32_t node_child_at(const Store *S, int32_t n, int32_t state)
+/* The child of decision node n, whose code is p, at state `state`, decoding no more of the
+ * code than that takes (evaluate walks many paths: the whole dictionary of every node on them
+ * would cost more than the walk). */
+static inline int32_t node_child_at(const uint8_t *p, int32_t n, int32_t state)
 {
-    const uint8_t *p = node_code(S, n);
     int32_t d = *p++, end = 0;
     if (d == 0) {
         for (;;) {
