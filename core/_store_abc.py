@@ -85,6 +85,14 @@ class Store(Protocol):
         """Bit ``i`` (little-endian) set when instance ``x`` reaches true from ``roots[i]``.
         O(path lengths)."""
 
+    def min_true_sets(self, rows: Sequence[int], x: Sequence[int], /) -> list[int]:
+        """The sets ``d`` (bitmasks indexing ``rows``, whose number is a power of two) such that
+        ``rows[d]`` holds at instance ``x`` and no ``rows[d']`` for a proper subset ``d'`` of
+        ``d`` does, ordered by size then value: the minimal true sets of the NR/CE projections
+        (:mod:`rfcircuits.projections`). Walks only the rows no subset of which holds: when
+        the rows are upward closed (as the projections are) most of them are never walked.
+        O(n log n + path lengths of the rows walked)."""
+
     def reachable(self, roots: Sequence[int], /) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological). O(n)."""
 

@@ -244,17 +244,13 @@ class DG:
 
     def evaluate(self, root: int, x: Sequence[int]) -> bool:
         """Truth value on instance ``x`` (follow the segment holding each state)."""
-        n = root
-        while n > TRUE:
-            state = x[self.feature[n]]
-            n = next(c for end, c in self.store.segments(n) if state < end)
-            assert n != GAP, "the instance's state is not feasible at a node on its path"
-        return n == TRUE
+        return self.store.evaluate((root,), x) == b"\1"
 
-    def evaluate_all(self, roots: Sequence[int], x: Sequence[int]) -> int:
-        """:meth:`evaluate` for each root at once: bit ``i`` set when ``x`` satisfies
-        ``roots[i]``."""
-        return int.from_bytes(self.store.evaluate(roots, x), "little")
+    def min_true_sets(self, rows: Sequence[int], x: Sequence[int]) -> list[int]:
+        """The sets ``d`` (bitmasks indexing ``rows``, a power of two of them) whose row holds
+        at ``x`` while no proper subset's does, by size then value (the store's
+        :meth:`~rfcircuits._store_abc.Store.min_true_sets`)."""
+        return self.store.min_true_sets(rows, x)
 
     def count_models(self, root: int) -> int:
         """Number of worlds satisfying ``root`` (weak test-once graphs)."""

@@ -338,6 +338,24 @@ class PyStore:
             value |= n << i
         return value.to_bytes((len(roots) + 7) // 8, "little")
 
+    def min_true_sets(self, rows: Sequence[int], x: Sequence[int], /) -> list[int]:
+        """The sets ``d`` (bitmasks indexing ``rows``, a power of two of them) whose row holds
+        at ``x`` while no proper subset's does, by size then value. A set with a subset known
+        to hold (then so does ``d`` minus one element) is not walked."""
+        n = len(rows)
+        if n == 0 or n & (n - 1):
+            raise ValueError("rows: expected a power of two of them")
+        if any(not 0 <= r < len(self.feature) for r in rows):
+            raise IndexError("no decision-graph node among the rows")
+        held = [False] * n  # the row of d or of a subset of d holds
+        found = []
+        for d in sorted(range(n), key=lambda d: (d.bit_count(), d)):
+            held[d] = any(held[d ^ 1 << f] for f in range(n.bit_length() - 1) if d >> f & 1)
+            if not held[d] and self.evaluate([rows[d]], x) == b"\1":
+                held[d] = True
+                found.append(d)
+        return found
+
     def reachable(self, roots: Iterable[int], /) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological)."""
         seen: set[int] = set()

@@ -8,16 +8,17 @@ projections do not depend on ``x``. With ``n`` features there are ``2^n`` of the
 ``n`` (``MAX_FEATURES``) :class:`Projections` compiles them all once: per ordered graph ``g``
 of the conjunction, each ``∃D. ¬g`` from one with a feature fewer
 (``∃D. ¬g = ∃f. ∃(D ∖ {f}). ¬g``, :meth:`rfcircuits.dgraph.DG.exists`), then their disjunction
-over ``g`` with Apply. An instance's minimal sets then take one path walk per set
-(:meth:`rfcircuits.dgraph.DG.evaluate_all`) and a few operations on the ``2^n``-bit set of true
-sets, instead of :meth:`rfcircuits.dgraph.DG.min_deviations`' search, whose cost grows with the
-part of the graph the small deviation sets reach (appendicitis: up to 0.55 s). Same
+over ``g`` with Apply. An instance's minimal sets then take at most one path walk per set
+(:meth:`rfcircuits.dgraph.DG.min_true_sets` skips the sets with a subset that holds) instead
+of :meth:`rfcircuits.dgraph.DG.min_deviations`' search, whose cost grows with the part of the
+graph the small deviation sets reach (appendicitis: up to 0.55 s). Same
 definition, another algorithm: the two face each other and the oracles in the tests and
 the harness.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from functools import reduce
 
@@ -49,7 +50,7 @@ class Projections:
         disj = Apply(dg).disj
         parts = [[dg.negate(r)] for r in roots]  # per root g: ∃D. ¬g by bitmask d
         #: row[d]: ∃D. ¬(∧ roots) = ∨_g ∃D. ¬g for the set D with bitmask d.
-        self.row = [reduce(disj, (part[0] for part in parts), FALSE)]
+        self.row = array("i", [reduce(disj, (part[0] for part in parts), FALSE)])
         for d in range(1, 1 << n):
             low = d & -d  # ∃D from ∃(D minus its lowest feature)
             for part in parts:
@@ -58,22 +59,8 @@ class Projections:
             self.row.append(reduce(disj, (part[d] for part in parts), FALSE))
             if max_new_nodes is not None and len(dg) - start > max_new_nodes:
                 raise TooLarge(f"projections exceed {max_new_nodes} new nodes")
-        #: holds[f]: bit d set for each set d holding feature f.
-        self.holds = [sum(1 << d for d in range(1 << n) if d >> f & 1) for f in range(n)]
 
     def min_deviations(self, x: Sequence[int]) -> list[int]:
         """What :meth:`rfcircuits.dgraph.DG.min_deviations` returns for the roots at ``x``: the
         minimal sets ``D`` at which ``∃D. ¬(∧ roots)`` holds, by size then value."""
-        true = self.dg.evaluate_all(self.row, x)  # bit d: ∃D. ¬(∧ roots) holds at x
-        # Upward closed in D, so d is minimal when no d minus one feature is true: shift the
-        # true sets without f onto their unions with f.
-        grown = 0
-        for f, holds in enumerate(self.holds):
-            grown |= (true & ~holds) << (1 << f)
-        minimal = true & ~grown
-        found = []
-        while minimal:
-            low = minimal & -minimal
-            found.append(low.bit_length() - 1)
-            minimal ^= low
-        return sorted(found, key=lambda d: (d.bit_count(), d))
+        return self.dg.min_true_sets(self.row, x)

@@ -93,7 +93,8 @@ def random_session(rng: random.Random, features: list[Feature], steps: int) -> l
         elif kind < 0.83:  # projection of an ordered node, and evaluation of some nodes
             node, ok = dg.exists(rng.choice(operands), f), True
             x = [rng.randrange(f.n_states) for f in features]
-            trace.append(dg.evaluate_all(rng.sample(operands, min(9, len(operands))), x))
+            rows = [rng.choice(operands) for _ in range(1 << rng.randrange(4))]
+            trace.append((dg.store.evaluate(rows, x), dg.min_true_sets(rows, x)))
         elif kind < 0.85:  # thresholds of ordered nodes (repeats count)
             inputs = [rng.choice(operands) for _ in range(rng.randint(0, 6))]
             *more, node = dg.threshold(inputs, [rng.randint(-1, 7) for _ in range(3)])
@@ -427,6 +428,29 @@ def test_features_with_hundreds_of_states(monkeypatch, backend):
             assert dg.evaluate(both, (s, b)) == (bool(mask >> s & 1) and b == 1), (s, b)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("seed", range(6))
+def test_min_true_sets_are_the_minimal_rows_that_hold(monkeypatch, backend, seed):
+    """Upward closed or not, the rows' sets whose row holds while no proper subset's does,
+    by size then value (each row evaluated apart here, through its branches)."""
+    monkeypatch.setattr(dgraph, "BACKEND", backend)
+    rng = random.Random(seed)
+    forest = random_forest(rng, Limits(max_trees=4, max_classes=3, max_features=4))
+    comp = compile_dg(forest)
+    dg = comp.dg
+    nodes = dg.reachable([r for roots in comp.roots for r in roots])
+    for width in range(5):
+        for _ in range(5):
+            rows = [rng.choice(nodes) for _ in range(1 << width)]
+            x = tuple(rng.randrange(f.n_states) for f in forest.features)
+            holds = [value(dg, r, x) == TRUE for r in rows]
+            want = [d for d in sorted(range(1 << width), key=lambda d: (d.bit_count(), d))
+                    if holds[d] and not any(holds[e] for e in range(d) if e & d == e)]
+            assert dg.min_true_sets(rows, x) == want, (rows, x)
+    with pytest.raises(ValueError, match="power of two"):
+        dg.min_true_sets(nodes[:3] if len(nodes) >= 3 else [FALSE] * 3, x)
+
+
 def test_evaluate_on_a_store_larger_than_the_caches():
     """Past 2^20 nodes the C store interleaves its walks over several lanes (and memoises
     every store's walks): each root's value is still its own, including roots that share
@@ -466,7 +490,8 @@ def test_evaluate_on_a_store_larger_than_the_caches():
                 leaf = rng.choice((FALSE, TRUE))
                 roots.append(leaf)
                 want.append(int(leaf == TRUE))
-        assert dg.evaluate_all(roots, x) == sum(w << i for i, w in enumerate(want))
+        assert dg.store.evaluate(roots, x) == sum(w << i for i, w in enumerate(want)).to_bytes(
+            50, "little")
 
 
 # -- class formulas against the oracle ----------------------------------------------------------

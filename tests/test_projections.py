@@ -1,5 +1,5 @@
 """Existential projections of ordered graphs and the NRs / CEs read off them
-(core/projections.py, DG.exists, DG.evaluate_all), against the brute-force oracle and the
+(core/projections.py, DG.exists, DG.min_true_sets), against the brute-force oracle and the
 graph search they replace."""
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def test_exists_is_the_disjunction_over_the_feature_states(monkeypatch, backend,
                            for s in range(ft.n_states))
                 assert dg.evaluate(e, w) == some
         x = brute.worlds[rng.randrange(len(brute.worlds))]
-        bits = dg.evaluate_all([g, e, dg.negate(g)], x)
-        assert bits == dg.evaluate(g, x) | dg.evaluate(e, x) << 1 | (not dg.evaluate(g, x)) << 2
+        bits = dg.store.evaluate([g, e, dg.negate(g)], x)
+        assert bits[0] == dg.evaluate(g, x) | dg.evaluate(e, x) << 1 | (not dg.evaluate(g, x)) << 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -36,8 +36,8 @@ def parameters(method: Callable[..., object]) -> list[tuple[str, inspect._Parame
 def test_the_protocol_lists_what_the_facade_uses():
     assert set(METHODS) == {
         "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
-        "threshold", "tree_formulas", "evaluate", "reachable", "collect", "clear", "node_bytes",
-        "set_budget",
+        "threshold", "tree_formulas", "evaluate", "min_true_sets", "reachable", "collect",
+        "clear", "node_bytes", "set_budget",
         "prepare",
         "min_deviations", "violations"}
     assert set(ATTRIBUTES) <= set(Store.__annotations__)
@@ -126,6 +126,7 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
             nodes.extend(call("threshold", roots, [rng.randint(-1, 6) for _ in range(3)]))
         elif kind < 0.7:
             call("evaluate", rng.sample(nodes, min(9, len(nodes))), x)
+            call("min_true_sets", [rng.choice(nodes) for _ in range(1 << rng.randrange(4))], x)
         elif kind < 0.8:
             roots = rng.sample(ordered, min(3, len(ordered)))
             call("reachable", roots)

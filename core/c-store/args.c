@@ -22,6 +22,30 @@ static int node_arg(Store *S, PyObject *obj, int32_t *out)
 /* Append the node ids of a root list to *out (the caller frees out->v); -1 on error. */
 static int roots_arg(Store *S, PyObject *obj, IntVec *out)
 {
+    if (PyObject_CheckBuffer(obj)) { /* an array('i') made once (projection rows): no ints */
+        Py_buffer view;
+        if (PyObject_GetBuffer(obj, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        int ints = view.itemsize == sizeof(int32_t) && view.format != NULL
+                   && strcmp(view.format, "i") == 0;
+        size_t n = ints ? (size_t)view.len / sizeof(int32_t) : 0;
+        if (ints && reserve((void **)&out->v, &out->cap, out->n + n, sizeof(int32_t)) < 0) {
+            PyBuffer_Release(&view);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int32_t v = ((const int32_t *)view.buf)[i];
+            if (v < 0 || (size_t)v >= S->n_nodes) {
+                PyErr_Format(PyExc_IndexError, "no decision-graph node %ld", (long)v);
+                PyBuffer_Release(&view);
+                return -1;
+            }
+            out->v[out->n++] = v;
+        }
+        PyBuffer_Release(&view);
+        if (ints)
+            return 0;
+    }
     PyObject *seq = PySequence_Fast(obj, "roots must be a sequence of node ids");
     if (seq == NULL)
         return -1;

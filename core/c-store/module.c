@@ -123,12 +123,17 @@ done:
     return out;
 }
 
-/* Roots given to evaluate at once (a projection's rows) share much of their paths: a small
- * direct-mapped memo of the leaf reached from the first EVAL_PATH nodes of each walk spares
- * walking them again. On a store larger than the CPU caches nearly every step is a cache
- * miss: the walks are then interleaved over EVAL_LANES lanes, each prefetching its next
- * node's record and then its code, so that the misses overlap. */
+/* Roots walked at once (a projection's rows) share much of their paths: a small direct-mapped
+ * memo of the leaf reached from the first EVAL_PATH nodes of each walk spares walking them
+ * again. On a store larger than the CPU caches nearly every step is a cache miss: the walks
+ * are then interleaved over EVAL_LANES lanes, each prefetching its next node's record and
+ * then its code, so that the misses overlap. */
 enum { EVAL_MEMO_BITS = 8, EVAL_LANES = 8, EVAL_PATH = 32, EVAL_CACHED_NODES = 1 << 20 };
+
+typedef struct {
+    int32_t node[1 << EVAL_MEMO_BITS];
+    uint8_t leaf[1 << EVAL_MEMO_BITS];
+} EvalMemo;
 
 typedef struct {
     int live;
@@ -144,23 +149,17 @@ static inline uint32_t eval_slot(int32_t n)
     return (uint32_t)n * 2654435761u >> (32 - EVAL_MEMO_BITS);
 }
 
-static PyObject *Store_evaluate(Store *S, PyObject *args)
+static void memo_init(EvalMemo *M)
 {
-    PyObject *robj, *xobj, *out = NULL;
-    IntVec roots = {NULL, 0, 0};
-    int32_t *x = NULL;
-    int32_t memo_node[1 << EVAL_MEMO_BITS];
-    uint8_t memo_leaf[1 << EVAL_MEMO_BITS];
+    memset(M->node, 0xff, sizeof M->node);
+}
+
+/* leaf[i] = 1 when instance x reaches true from roots[i], else 0; -1 with ValueError set when
+ * a state of x is not feasible on a path. M holds what earlier walks at x found. */
+static int walk_roots(const Store *S, const int32_t *roots, size_t n_roots, const int32_t *x,
+                      uint8_t *leaf, EvalMemo *M)
+{
     EvalLane lane[EVAL_LANES];
-    if (!PyArg_ParseTuple(args, "OO", &robj, &xobj) || roots_arg(S, robj, &roots) < 0
-        || instance_arg(S, xobj, &x) < 0)
-        goto done;
-    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(roots.n + 7) / 8);
-    if (out == NULL)
-        goto done;
-    unsigned char *value = (unsigned char *)PyBytes_AS_STRING(out);
-    memset(value, 0, (roots.n + 7) / 8);
-    memset(memo_node, 0xff, sizeof memo_node);
     int lanes = S->n_nodes > EVAL_CACHED_NODES ? EVAL_LANES : 1, busy = lanes;
     for (int l = 0; l < lanes; l++) { /* each lane starts as a walk ending at a leaf */
         lane[l].live = 1;
@@ -190,41 +189,150 @@ static PyObject *Store_evaluate(Store *S, PyObject *args)
             for (;;) {
                 if (n > 1) {
                     uint32_t h = eval_slot(n);
-                    if (memo_node[h] != n) {
+                    if (M->node[h] != n) {
                         L->node = n;
                         __builtin_prefetch(&S->rec[n]);
                         break;
                     }
-                    n = memo_leaf[h];
+                    n = M->leaf[h];
                 }
                 if (n == GAP) {
                     PyErr_SetString(PyExc_ValueError,
                                     "the instance's state is not feasible on its path");
-                    Py_CLEAR(out);
-                    goto done;
+                    return -1;
                 }
                 if (L->root != SIZE_MAX) { /* a walk ends */
                     for (int32_t j = 0; j < L->depth && j < EVAL_PATH; j++) {
                         uint32_t h = eval_slot(L->path[j]);
-                        memo_node[h] = L->path[j];
-                        memo_leaf[h] = (uint8_t)n;
+                        M->node[h] = L->path[j];
+                        M->leaf[h] = (uint8_t)n;
                     }
-                    value[L->root / 8] |= (unsigned char)(n << (L->root % 8));
+                    leaf[L->root] = (uint8_t)n;
                 }
                 L->depth = 0;
-                if (next == roots.n) {
+                if (next == n_roots) {
                     L->live = 0;
                     busy--;
                     break;
                 }
                 L->root = next;
-                n = roots.v[next++];
+                n = roots[next++];
             }
         }
     }
+    return 0;
+}
+
+static PyObject *Store_evaluate(Store *S, PyObject *args)
+{
+    PyObject *robj, *xobj, *out = NULL;
+    IntVec roots = {NULL, 0, 0};
+    int32_t *x = NULL;
+    uint8_t *leaf = NULL;
+    EvalMemo M;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &xobj) || roots_arg(S, robj, &roots) < 0
+        || instance_arg(S, xobj, &x) < 0)
+        goto done;
+    leaf = PyMem_Malloc(roots.n ? roots.n : 1);
+    if (leaf == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memo_init(&M);
+    if (walk_roots(S, roots.v, roots.n, x, leaf, &M) < 0)
+        goto done;
+    out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(roots.n + 7) / 8);
+    if (out == NULL)
+        goto done;
+    unsigned char *value = (unsigned char *)PyBytes_AS_STRING(out);
+    memset(value, 0, (roots.n + 7) / 8);
+    for (size_t i = 0; i < roots.n; i++)
+        value[i / 8] |= (unsigned char)(leaf[i] << (i % 8));
 done:
     PyMem_Free(roots.v);
     PyMem_Free(x);
+    PyMem_Free(leaf);
+    return out;
+}
+
+/* The sets d (bitmasks indexing rows) whose row holds at x while no proper subset's does, by
+ * size then value. Sets are taken a size at a time, so that a set with a subset known to hold
+ * (then one of its own, d minus one element, is marked) is never walked: the projection NRs'
+ * rows are upward closed, and most of them hold. */
+static PyObject *Store_min_true_sets(Store *S, PyObject *args)
+{
+    PyObject *robj, *xobj, *out = NULL;
+    IntVec rows = {NULL, 0, 0}, batch = {NULL, 0, 0}, sets = {NULL, 0, 0};
+    int32_t *x = NULL;
+    uint8_t *held = NULL, *leaf = NULL;
+    uint32_t *bysize = NULL;
+    EvalMemo M;
+    if (!PyArg_ParseTuple(args, "OO", &robj, &xobj) || roots_arg(S, robj, &rows) < 0
+        || instance_arg(S, xobj, &x) < 0)
+        goto done;
+    size_t n = rows.n;
+    if (n == 0 || (n & (n - 1)) != 0 || n > (size_t)1 << 30) {
+        PyErr_SetString(PyExc_ValueError, "rows: expected a power of two of them");
+        goto done;
+    }
+    held = PyMem_Calloc(n, 1); /* the row of d or of a subset of d holds */
+    leaf = PyMem_Malloc(n);
+    bysize = PyMem_Malloc(n * sizeof(uint32_t));
+    if (held == NULL || leaf == NULL || bysize == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memo_init(&M);
+    int width = __builtin_ctzll((unsigned long long)n);
+    /* The sets by size then value (a counting sort: skipping the other sizes in every pass
+     * mispredicted about every other branch) */
+    size_t begin[66] = {0}, fill[65];
+    for (size_t d = 0; d < n; d++)
+        begin[__builtin_popcountll((unsigned long long)d) + 1]++;
+    for (int size = 0; size <= width; size++) {
+        fill[size] = begin[size];
+        begin[size + 1] += begin[size];
+    }
+    for (size_t d = 0; d < n; d++)
+        bysize[fill[__builtin_popcountll((unsigned long long)d)]++] = (uint32_t)d;
+    for (int size = 0; size <= width; size++) {
+        size_t first = sets.n;
+        batch.n = 0;
+        for (size_t i = begin[size]; i < begin[size + 1]; i++) {
+            size_t d = bysize[i];
+            int covered = 0;
+            for (size_t rest = d; rest && !covered; rest &= rest - 1)
+                covered = held[d ^ (rest & -rest)];
+            held[d] = (uint8_t)covered;
+            if (!covered && (vec_push(&batch, rows.v[d]) < 0 || vec_push(&sets, (int32_t)d) < 0))
+                goto done;
+        }
+        if (walk_roots(S, batch.v, batch.n, x, leaf, &M) < 0)
+            goto done;
+        size_t kept = first;
+        for (size_t j = 0; j < batch.n; j++)
+            if (leaf[j]) {
+                held[sets.v[first + j]] = 1;
+                sets.v[kept++] = sets.v[first + j];
+            }
+        sets.n = kept;
+    }
+    out = PyList_New((Py_ssize_t)sets.n);
+    for (size_t i = 0; out != NULL && i < sets.n; i++) {
+        PyObject *v = PyLong_FromLong(sets.v[i]);
+        if (v == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, (Py_ssize_t)i, v);
+    }
+done:
+    PyMem_Free(rows.v);
+    PyMem_Free(batch.v);
+    PyMem_Free(sets.v);
+    PyMem_Free(x);
+    PyMem_Free(held);
+    PyMem_Free(leaf);
+    PyMem_Free(bysize);
     return out;
 }
 
@@ -539,6 +647,9 @@ static PyMethodDef Store_methods[] = {
     {"evaluate", (PyCFunction)Store_evaluate, METH_VARARGS,
      "evaluate($self, roots, x, /)\n--\n\n"
      "bytes whose bit i (little-endian) is set if x satisfies roots[i]."},
+    {"min_true_sets", (PyCFunction)Store_min_true_sets, METH_VARARGS,
+     "min_true_sets($self, rows, x, /)\n--\n\n"
+     "Sets d (bitmasks) whose rows[d] holds at x and no proper subset's does, by size, value."},
     {"reachable", (PyCFunction)Store_reachable, METH_O,
      "reachable($self, roots, /)\n--\n\n"
      "Ascending ids of all nodes below the roots."},
