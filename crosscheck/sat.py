@@ -21,7 +21,13 @@ is used, and class membership itself is read from SAT models.
   exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
   the same count with its duplicate literals merged, half the counter;
 - per class a selector ``r_i ⇔ R^i`` (``first``: ``∧_{j<i}[v_i > v_j] ∧
-  ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``).
+  ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``; ``strict``: ``∧_{j≠i}[v_i > v_j]``).
+
+``strict`` is a tie policy of this oracle only (:data:`SAT_TIES`), for grading tools that
+promise that the explained class beats every other strictly (PyXAI on more than two classes): a
+tied world is in no class. The library's policies stay ``first`` and ``all``. Under every policy
+the decision of ``x`` is its first class with most votes, so under ``strict`` a tied ``x`` is
+not in Δ.
 
 A world is fixed on a feature by assuming its state variable; a literal ``X ∈ S`` is asserted
 by assuming the state variables outside ``S`` false; ``R^i`` or ``¬R^i`` through ``r_i``.
@@ -74,9 +80,9 @@ from pysat.examples.rc2 import RC2
 from pysat.formula import WCNF, IDPool
 from pysat.solvers import Solver, SolverNames
 
-from rfcircuits.errors import InputError
+from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import Branching, Forest, Instance, Leaf, check_ties
+from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf
 from rfcircuits.terms import Clause, Literal, Term
 
 #: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
@@ -106,6 +112,9 @@ ENCODINGS = {
     "kmtotalizer": EncType.kmtotalizer,
 }
 
+
+#: Tie policies of the oracle: the library's (:data:`rfcircuits.forest.TIES`) and ``strict``.
+SAT_TIES = (*TIES, "strict")
 
 #: The checks of :meth:`SatOracle.certify_reasons`, in the order they run.
 CERTIFICATE_CHECKS = ("sr_well_formed", "nr_well_formed", "sr_antichain", "nr_antichain",
@@ -139,7 +148,7 @@ class Certificate:
 
 
 class SatOracle:
-    """SAT/MaxSAT answers for one forest and tie policy.
+    """SAT/MaxSAT answers for one forest and tie policy (one of :data:`SAT_TIES`).
 
     ``encoding`` names the cardinality encoding of the vote comparisons (a key of
     :data:`ENCODINGS`); ``solver`` is a PySAT solver name that honours assumptions (Kissat does
@@ -156,7 +165,7 @@ class SatOracle:
         if solver in SolverNames.kissat404:
             raise InputError("Kissat ignores assumptions: choose another SAT solver")
         self.forest = forest
-        self.ties = check_ties(ties)
+        self.ties = check_choice("ties", ties, SAT_TIES)
         self.encoding = encoding
         self.solver_name = solver
         self.n_features = len(forest.features)
@@ -232,7 +241,7 @@ class SatOracle:
             for j in range(n_classes):
                 if j == i:
                     continue
-                if self.ties == "first" and j < i:
+                if self.ties == "strict" or self.ties == "first" and j < i:
                     conj.append(-self._comparison(j, i))  # [v_i > v_j] = ¬[v_j >= v_i]
                     self._atoms[i].append((i, j, n + 1))
                 else:
@@ -318,15 +327,25 @@ class SatOracle:
         return [-v for f, mask in term for s, v in enumerate(self._state_vars[f])
                 if not mask >> s & 1]
 
+    def _states(self, model: list[int]) -> Instance:
+        """The model's world."""
+        return tuple(next(s for s, v in enumerate(row) if model[v - 1] > 0)
+                     for row in self._state_vars)
+
     def _diff(self, model: list[int], x: Sequence[int]) -> frozenset[int]:
         """Features on which the model's world differs from ``x``."""
         return frozenset(f for f, row in enumerate(self._state_vars) if model[row[x[f]] - 1] < 0)
 
-    def _allows(self, x: Sequence[int], freed: Iterable[int], goal: int) -> bool:
-        """Some world that differs from ``x`` only on ``freed`` satisfies the goal literal."""
+    def _freeing(self, x: Sequence[int], freed: Iterable[int], goal: int) -> list[int] | None:
+        """A model whose world differs from ``x`` only on ``freed`` and satisfies the goal
+        literal, or None."""
         free = set(freed)
         rest = [f for f in range(self.n_features) if f not in free]
-        return self._model(self._fix(x, rest) + [goal]) is not None
+        return self._model(self._fix(x, rest) + [goal])
+
+    def _allows(self, x: Sequence[int], freed: Iterable[int], goal: int) -> bool:
+        """Some world that differs from ``x`` only on ``freed`` satisfies the goal literal."""
+        return self._freeing(x, freed, goal) is not None
 
     def _cache_of(self, x: Instance) -> dict[Any, Any]:
         """The result cache of ``x``; it is emptied when another instance comes."""
@@ -373,8 +392,10 @@ class SatOracle:
         return self._classify(x)[1]
 
     def decision(self, x: Sequence[int]) -> int:
-        """The first class ``c`` with ``x ⊨ R^c``; Δ is ``R^decision``."""
-        return self._classify(x)[1][0]
+        """The first class with most votes (under ``first`` and ``all`` the first class ``c``
+        with ``x ⊨ R^c``); Δ is ``R^decision``."""
+        votes = self.votes(x)
+        return votes.index(max(votes))
 
     def member(self, x: Sequence[int], c: int) -> bool:
         """``x ⊨ R^c``, by a SAT call with ``x`` and ``r_c`` assumed."""
@@ -391,9 +412,13 @@ class SatOracle:
         """The literal ``¬r_d`` asserting ``¬Δ`` for the decision ``d`` on ``x``."""
         return -self.class_vars[self.decision(x)]
 
+    def _escape(self, x: Sequence[int], term: Term) -> list[int] | None:
+        """A model of the term and ``¬Δ``, or None when ``term ⊨ Δ``."""
+        return self._model(self._term(term) + [self._not_delta(x)])
+
     def _implies(self, x: Sequence[int], term: Term) -> bool:
         """``term ⊨ Δ``: no world satisfies the term and ``¬Δ``."""
-        return self._model(self._term(term) + [self._not_delta(x)]) is None
+        return self._escape(x, term) is None
 
     # -- checks of given items --------------------------------------------------------------
 
@@ -449,16 +474,18 @@ class SatOracle:
     def check_gsr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
         """GSR check. ``valid``: implicant of GR; ``prime``: valid and no one-state
         widening (a literal that becomes full is dropped) is an implicant — implicants are closed
-        under strengthening, so one step suffices; ``variable_minimal``: prime and no implicant
-        of GR mentions a strict subset of its features — one exists iff the instance literals on
-        that subset imply Δ, which is monotone, so dropping one feature at a time suffices."""
+        under strengthening, so one step suffices; ``variable_minimal``: no prime implicant
+        of GR mentions a strict subset of its features (whether or not the term is one: each
+        verdict is its own property, so a failure is counted once) — one exists iff the
+        instance literals on that subset imply Δ, which is monotone, so dropping one feature at
+        a time suffices. The term is a GSR iff all three hold."""
         x = self._check_instance(x)
         self._check_items(term)
         valid = self._implies(x, self._widen(x, term))
         prime = valid and not any(self._implies(x, self._widen(x, weaker))
                                   for weaker in self._widenings(term))
         features = [f for f, _ in term]
-        variable_minimal = prime and not any(
+        variable_minimal = not any(
             self._implies(x, tuple((g, 1 << x[g]) for g in features if g != f)) for f in features)
         return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
 
@@ -487,7 +514,13 @@ class SatOracle:
 
     def _gr_implicate(self, x: Sequence[int], clause: Clause,
                       pinned: tuple[int, int] | None = None) -> bool:
-        """``GR ⊨ clause``, by counter-example guided search.
+        """``GR ⊨ clause`` (:meth:`_gr_violation` finds no world)."""
+        return self._gr_violation(x, clause, pinned) is None
+
+    def _gr_violation(self, x: Sequence[int], clause: Clause,
+                      pinned: tuple[int, int] | None = None) -> Instance | None:
+        """A world of GR falsifying the clause, or None when ``GR ⊨ clause``, by
+        counter-example guided search.
 
         Literals missing the instance's state can be dropped without changing the answer (the
         models of GR are closed under moving a feature back to x; see the lemma of the
@@ -498,11 +531,13 @@ class SatOracle:
         where ``b = a`` shrunk to a minimal one, rules out every ``a'`` agreeing with ``a`` on
         ``S``. The clause is an implicate iff the proposals run out. With ``pinned = (X, s)`` only
         the assignments with ``a[X] = s`` are examined (enough when the clause with ``s`` added
-        to the literal on ``X`` is known to be an implicate).
+        to the literal on ``X`` is known to be an implicate). The world returned is ``a`` on
+        ``V`` and x elsewhere: it falsifies the literals dropped too, since they miss x's state.
         """
         lits = [(f, m) for f, m in clause if m >> x[f] & 1]
-        if not lits:
-            return False  # x ⊨ GR falsifies the empty clause
+        if not lits:  # x falsifies the clause: a violation if x ⊨ GR, i.e. x ⊨ Δ (not when
+            # x ties under ``strict``: GR is then empty, every clause an implicate)
+            return tuple(x) if self.decision(x) in self.classes_of(x) else None
         features = [f for f, _ in lits]
         base = self._fix(x, [f for f in range(self.n_features) if f not in features])
         base.append(self._not_delta(x))
@@ -519,8 +554,8 @@ class SatOracle:
             while self._solve(proposer):
                 a = dict(choice[v] for v in proposer.get_model() if v in choice)
                 model = self._model(base + self._boxes(x, a, features))
-                if model is None:
-                    return False  # GBox(a) ⊆ Δ: a falsifies the clause and satisfies GR
+                if model is None:  # GBox(a) ⊆ Δ: a falsifies the clause and satisfies GR
+                    return tuple(a.get(f, s) for f, s in enumerate(x))
                 moved = [f for f in features if model[self.state_var(f, x[f]) - 1] < 0]
                 for f in list(moved):
                     if f not in moved:
@@ -531,7 +566,7 @@ class SatOracle:
                     if again is not None:
                         moved = [g for g in trial if again[self.state_var(g, x[g]) - 1] < 0]
                 proposer.add_clause([-pool.id((f, a[f])) for f in moved])
-        return True
+        return None
 
     def _boxes(self, x: Sequence[int], a: dict[int, int], features: Iterable[int]) -> list[int]:
         """Assumptions restricting each feature to ``{a[X], x[X]}``."""
@@ -541,10 +576,11 @@ class SatOracle:
     def check_gnr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
         """GNR check. ``valid``: implicate of GR; ``prime``: valid and no one-state
         narrowing (a literal that becomes empty is dropped) is an implicate — implicates are
-        closed under weakening, so one step suffices; ``variable_minimal``: prime and no
-        implicate of GR mentions a strict subset ``V'`` of its features — one exists iff some
-        world differing from x only on ``V'`` is outside Δ, which is monotone, so dropping one
-        feature at a time suffices.
+        closed under weakening, so one step suffices; ``variable_minimal``: no prime implicate
+        of GR mentions a strict subset ``V'`` of its features (whether or not the clause is
+        one) — one exists iff some world differing from x only on ``V'`` is outside Δ, which is
+        monotone, so dropping one feature at a time suffices. The clause is a GNR iff all three
+        hold.
 
         Validity is decided by a counter-example loop over falsifying assignments
         (:meth:`_gr_implicate`): fast for clauses on few features, exponential in the worst case.
@@ -556,7 +592,7 @@ class SatOracle:
                                   for stronger, pinned in self._narrowings(x, clause))
         features = [f for f, _ in clause]
         not_delta = self._not_delta(x)
-        variable_minimal = prime and not any(
+        variable_minimal = not any(
             self._allows(x, features[:k] + features[k + 1:], not_delta)
             for k in range(len(features)))
         return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
@@ -569,6 +605,48 @@ class SatOracle:
         verdict = self.check_gnr(x, clause)
         return {"valid": all(verdict.values()),
                 "shortest": robustness is not None and len(clause) == robustness}
+
+    def counterexample(self, x: Sequence[int], kind: str, item: Term,
+                       target: int | None = None) -> Instance | None:
+        """A world refuting the first verdict of the item's check that fails, when a single
+        world can; None when every verdict holds or the first failing one is refuted by no
+        world (an item that cannot free at all: no world exists; a term or clause that is not
+        prime or minimal: the refutation is a smaller item). ``kind`` (a ``--what`` key):
+
+        - ``sr``, ``gsr``: a world satisfying the term — for ``gsr`` the term widened by x's
+          states (:meth:`_widen`), which is the term itself when every literal holds x's state,
+          as a GSR's do — outside Δ: the term is not sufficient (not valid);
+        - ``nr``, ``ce`` (``target`` needed): a world differing from x only on a strict subset
+          of the clause's features that leaves Δ (reaches ``R^target``): not minimal;
+        - ``gnr``: a world falsifying the clause (every literal missing the world's state)
+          whose ``GBox`` lies in Δ, so it keeps the decision: not an implicate of GR; when it
+          is one but not variable-minimal, a world as for ``nr``.
+
+        The worlds come from the models the checks compute; a caller can confirm one by
+        counting the trees' votes at it."""
+        x = self._check_instance(x)
+        self._check_items(item)
+        if kind in ("sr", "gsr"):
+            model = self._escape(x, self._widen(x, item) if kind == "gsr" else item)
+            return None if model is None else self._states(model)
+        if kind not in ("nr", "ce", "gnr"):
+            raise InputError(f"counterexample: unknown kind {kind!r} (sr, nr, ce, gsr, gnr)")
+        if kind == "ce" and target is None:
+            raise InputError("counterexample: a contrastive clause needs its target class")
+        goal = self._class_var(target) if kind == "ce" and target is not None \
+            else self._not_delta(x)
+        features = [f for f, _ in item]
+        if kind == "gnr":
+            world = self._gr_violation(x, item)
+            if world is not None or not self.check_gnr(x, item)["prime"]:
+                return world  # None: not prime, refuted by a stronger clause
+        elif not all(mask == 1 << x[f] for f, mask in item) or not self._allows(x, features, goal):
+            return None
+        for k in range(len(features)):
+            model = self._freeing(x, features[:k] + features[k + 1:], goal)
+            if model is not None:
+                return self._states(model)
+        return None
 
     # -- enumeration ------------------------------------------------------------------------
 
@@ -866,11 +944,9 @@ class SatOracle:
 
     def _world(self, model: list[int], x: Instance) -> str:
         """The model's world as its changes from x."""
-        changed = []
-        for f in sorted(self._diff(model, x)):
-            feature = self.forest.features[f]
-            s = next(s for s, v in enumerate(self._state_vars[f]) if model[v - 1] > 0)
-            changed.append(f"{feature.name}={feature.states[s]}")
+        w = self._states(model)
+        changed = [f"{feature.name}={feature.states[w[f]]}"
+                   for f, feature in enumerate(self.forest.features) if w[f] != x[f]]
         return "the world changing x to {" + ", ".join(changed) + "}"
 
 

@@ -44,12 +44,14 @@ def test_conditions_become_interval_literals_on_our_states():
     float64_side = [(0, True, 0.5), (0, True, 2.5), (0, True, 4.0), (1, True, 1.0)]
     assert adapter.pyxai_reading(forest, x, float64_side) == (3, 1, 0)
     # The converted reason is graded by verify: 2.5 < x1 <= 4.0 ∧ x2 > 1.0 forces class b,
-    # and so does x1 > 2.5 ∧ x2 > 1.0: a threshold can be relaxed, the term is not prime.
+    # and so does x1 > 2.5 ∧ x2 > 1.0: a threshold can be relaxed, the term is not prime. It is
+    # variable-minimal: x1 in (2.5,4.0] alone allows x2 <= 1.0 (class a), x2 > 1.0 alone
+    # allows x1 <= 2.5 (class a), so no implicant lies on fewer features.
     line = {"instance": {"x1": 3.0, "x2": 2.0, "x3": -1}, "decision": "b",
             "general_sufficient_reasons": [literals]}
     report = verify(forest, [x], [(1, line)], "first", oracle_only=adapter.GRADED)
     item = report.lines[0].fields[1].items[0]
-    assert item.verdict == {"valid": True, "prime": False, "variable_minimal": False}
+    assert item.verdict == {"valid": True, "prime": False, "variable_minimal": True}
     with adapter.SatOracle(forest, "first") as sat:
         assert adapter.why_not_prime(sat, forest, item.item, x) == "relax"
         redundant = ((0, 0b1100), (1, 0b10), (2, 0b1))  # x3 is never tested

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import Explanation
-from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree
+from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree, classes_from_votes
 from rfcircuits.terms import simple
 from rfcircuits.crosscheck import sat
 from rfcircuits.crosscheck import spec_examples as ex
@@ -61,12 +61,13 @@ def test_susan(ties):
         for clause in ex.expected(forest, answers["shortest_flips"]):
             assert oracle.check_flip(x, clause, e.robustness) == {"valid": True,
                                                                   "shortest": True}
-        # The GSR (Age>=55 ∧ BType∈{A,B}) is not an SR, and the SR with BType=A is not prime in GR.
+        # The GSR (Age>=55 ∧ BType∈{A,B}) is not an SR, and the SR with BType=A is not prime in
+        # GR; its features are an SR's, so no implicant of GR lies on fewer: variable-minimal.
         age_btype_ab = ex.expected(forest, [{"Age": [">=55"], "BType": ["A", "B"]}])[0]
         assert oracle.check_sr(x, age_btype_ab)["sufficient"]
         age_btype_a = ex.expected(forest, [{"Age": [">=55"], "BType": ["A"]}])[0]
         assert oracle.check_gsr(x, age_btype_a) == {"valid": True, "prime": False,
-                                                    "variable_minimal": False}
+                                                    "variable_minimal": True}
 
 
 def test_flip_example():
@@ -166,9 +167,10 @@ def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
             for k, (f, mask) in enumerate(clause):
                 missing = [s for s in range(forest.features[f].n_states) if not mask >> s & 1]
                 wide = mask | 1 << rng.choice(missing)
-                if wide != forest.features[f].full:  # weaker: still an implicate, not prime
+                if wide != forest.features[f].full:  # weaker: still an implicate, not prime,
+                    # on the GNR's features, which no prime implicate's lie strictly inside
                     assert oracle.check_gnr(x, clause[:k] + ((f, wide),) + clause[k + 1:]) == {
-                        "valid": True, "prime": False, "variable_minimal": False}
+                        "valid": True, "prime": False, "variable_minimal": True}
         r = brute.robustness
         for clause in brute.shortest_flips:
             assert oracle.check_flip(x, clause, r) == {"valid": True, "shortest": True}
@@ -192,6 +194,12 @@ def test_check_verdicts_equal_definitions(ties, case, seed):
     n = len(forest.features)
     prime_implicants = set(brute._prime_implicants(x, gr))
     prime_implicates = set(brute._prime_implicates(x, gr))
+
+    def variable_minimal(item, primes):
+        """By the definition: no prime's feature set lies strictly inside the item's."""
+        mine = {f for f, _ in item}
+        return not any({f for f, _ in p} < mine for p in primes)
+
     with SatOracle(forest, ties) as oracle:
         for v in range(1 << n):
             items = simple(x, v)
@@ -207,14 +215,18 @@ def test_check_verdicts_equal_definitions(ties, case, seed):
         candidates = list(itertools.product(*options))
         for choice in rng.sample(candidates, min(40, len(candidates))):
             item = tuple((f, m) for f, m in enumerate(choice) if m is not None)
-            assert oracle.check_gsr(x, item) == {
+            gsr = oracle.check_gsr(x, item)
+            assert gsr == {
                 "valid": brute.term_worlds(item) & ~gr == 0,
                 "prime": item in prime_implicants,
-                "variable_minimal": item in full.general_sufficient_reasons}
-            assert oracle.check_gnr(x, item) == {
+                "variable_minimal": variable_minimal(item, prime_implicants)}
+            assert all(gsr.values()) == (item in full.general_sufficient_reasons)
+            gnr = oracle.check_gnr(x, item)
+            assert gnr == {
                 "valid": gr & ~brute.clause_worlds(item) == 0,
                 "prime": item in prime_implicates,
-                "variable_minimal": item in full.general_necessary_reasons}
+                "variable_minimal": variable_minimal(item, prime_implicates)}
+            assert all(gnr.values()) == (item in full.general_necessary_reasons)
 
 
 @pytest.mark.parametrize("encoding", sorted(ENCODINGS))
@@ -466,6 +478,115 @@ def test_member_and_votes_match_the_forest():
                     assert [c for c in range(len(forest.classes)) if oracle.member(w, c)] == \
                         forest.classes_of(w, ties)
 
+
+
+# -- strict ties and counterexample worlds, by the trees' votes ---------------------------------
+
+
+def _worlds(forest):
+    return list(itertools.product(*(range(f.n_states) for f in forest.features)))
+
+
+def _strict_winners(votes):
+    """The classes with strictly more votes than every other (none when the top ties)."""
+    return [c for c, v in enumerate(votes) if all(v > u for d, u in enumerate(votes) if d != c)]
+
+
+def _in_class(forest, w, c, ties):
+    """``w ⊨ R^c`` under the tie policy, from the trees' votes at ``w``."""
+    votes = forest.votes(w)
+    if ties == "strict":
+        return _strict_winners(votes) == [c]
+    return c in classes_from_votes(votes, ties)
+
+
+def test_strict_membership_is_a_strict_majority_on_every_world():
+    rng = random.Random(29)
+    tied = 0
+    for _ in range(12):
+        forest = random_forest(rng, LIMITS)
+        worlds = _worlds(forest)
+        x = random_instance(rng, forest)
+        d = forest.decision(x)  # the first class with most votes
+        with SatOracle(forest, "strict") as oracle:
+            for w in worlds:
+                winners = _strict_winners(forest.votes(w))
+                tied += not winners
+                assert list(oracle.classes_of(w)) == winners
+                assert [c for c in range(len(forest.classes)) if oracle.member(w, c)] == winners
+            assert oracle.decision(x) == d
+            for v in range(1 << len(forest.features)):
+                term = simple(x, v)
+                expected = all(_strict_winners(forest.votes(w)) == [d] for w in worlds
+                               if all(w[f] == x[f] for f, _ in term))
+                assert oracle.check_sr(x, term)["sufficient"] == expected
+    assert tied  # the strict policy differed from first somewhere
+    with pytest.raises(InputError, match="strict"):
+        SatOracle(ex.forest(ex.SUSAN_FOREST), "strictest")
+
+
+@pytest.mark.parametrize("ties", ["first", "all", "strict"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=forest_and_instance(LIMITS), seed=st.integers(0, 2**16))
+def test_counterexample_worlds_satisfy_the_item_and_refute_it_by_the_votes(ties, case, seed):
+    """Validity decided by enumerating worlds; every world returned is re-checked with the
+    trees' votes, never with the oracle."""
+    forest, x = case
+    rng = random.Random(seed)
+    n = len(forest.features)
+    worlds = _worlds(forest)
+    d = forest.decision(x)
+    delta = {w for w in worlds if _in_class(forest, w, d, ties)}
+
+    def changed(w):
+        return {f for f in range(n) if w[f] != x[f]}
+
+    def frees(features, goal):  # some world changing only ``features`` satisfies the goal
+        return any(changed(w) <= features for w in goal)
+
+    with SatOracle(forest, ties) as oracle:
+        for v in range(1 << n):
+            item = simple(x, v)
+            features = {f for f, _ in item}
+            w = oracle.counterexample(x, "sr", item)
+            if all(w2 in delta for w2 in worlds if not changed(w2) & features):
+                assert w is None
+            else:
+                assert not changed(w) & features and w not in delta
+            goals = [("nr", None, [w2 for w2 in worlds if w2 not in delta])]
+            goals += [("ce", t, [w2 for w2 in worlds if _in_class(forest, w2, t, ties)])
+                      for t in range(len(forest.classes))]
+            for kind, t, goal in goals:
+                w = oracle.counterexample(x, kind, item, t)
+                smaller = [f for f in features if frees(features - {f}, goal)]
+                if not frees(features, goal) or not smaller:
+                    assert w is None  # no world refutes it, or it is minimal
+                else:
+                    assert changed(w) < features and w in goal
+        options = [[None, *range(1, f.full)] for f in forest.features]
+        candidates = list(itertools.product(*options))
+        for choice in rng.sample(candidates, min(20, len(candidates))):
+            item = tuple((f, m) for f, m in enumerate(choice) if m is not None)
+            wide = {f: m | 1 << x[f] for f, m in item}
+            w = oracle.counterexample(x, "gsr", item)
+            outside = [w2 for w2 in worlds if w2 not in delta
+                       if all(m >> w2[f] & 1 for f, m in wide.items())]
+            assert (w is None) == (not outside)
+            if w is not None:
+                assert w in outside
+                if all(m >> x[f] & 1 for f, m in item):
+                    assert all(m >> w[f] & 1 for f, m in item)
+            # GR: the worlds whose GBox (each feature at its own or x's state) lies in Δ.
+            gbox = {w2: set(itertools.product(*({s, x[f]} for f, s in enumerate(w2))))
+                    for w2 in worlds}
+            gr = [w2 for w2 in worlds if gbox[w2] <= delta]
+            violations = [w2 for w2 in gr if not any(m >> w2[f] & 1 for f, m in item)]
+            w = oracle.counterexample(x, "gnr", item)
+            if violations:
+                assert w in violations and all(_in_class(forest, w2, d, ties) for w2 in gbox[w])
+            elif w is not None:  # a valid clause on features not variable-minimal
+                features = {f for f, _ in item}
+                assert changed(w) < features and w not in delta
 
 def test_ctrl_c_inside_a_solver_call_is_keyboard_interrupt_and_the_solver_is_replaced(
         monkeypatch: pytest.MonkeyPatch) -> None:

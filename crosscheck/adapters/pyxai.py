@@ -35,8 +35,9 @@ scikit-learn's float32 reading when a value lies within float32 rounding of a th
   validity for all four. Its minimality (the two sufficient kinds) is subset-minimality of
   the instance's conditions, which is not our ``prime`` (no literal can be widened by any one
   state): a subset-minimal reason may keep a tighter threshold than needed, or miss a
-  widening that is no interval. ``check_gsr``'s ``variable_minimal`` presupposes ``prime``;
-  minimality over features is read from the projection below. Majoritary reasons are
+  widening that is no interval. ``check_gsr``'s ``variable_minimal`` (no implicant of GR on
+  fewer features; independent of ``prime``, so a failure of ``prime`` is counted once) is
+  minimality over features, as is the projection's ``minimal`` below. Majoritary reasons are
   implicants, not necessarily prime ones. The same reasons projected onto their features
   (``x[X]`` on every feature they mention) are also checked as ``sufficient_reasons``:
   sufficiency follows from validity; ``minimal`` is SR minimality over features, which
