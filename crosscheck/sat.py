@@ -131,10 +131,12 @@ class Certificate:
     """What :meth:`SatOracle.certify_reasons` found. ``verdicts`` maps every check of
     :data:`CERTIFICATE_CHECKS` to True (holds), False (fails) or None (not run: the items are
     malformed); ``counterexamples`` maps each failed check to its first counterexample, in
-    words."""
+    words; ``missing`` is the item ``sr_transversals`` shows missing, as ``("sr", term)`` or
+    ``("nr", clause)``, when that check fails."""
 
     verdicts: dict[str, bool | None]
     counterexamples: dict[str, str]
+    missing: tuple[str, Term] | None = None
 
     @property
     def holds(self) -> bool:
@@ -835,8 +837,10 @@ class SatOracle:
             # calls (a fresh solver for them was no better: docs/decisions.md, "Oracles").
             record("sr_sufficient", self._insufficient(solver, x, a))
             record("nr_frees", self._not_freeing(solver, x, b))
-            record("sr_transversals", self._uncovered(solver, x, a, b))
-        return Certificate(verdicts, found)
+            uncovered = self._uncovered(solver, x, a, b)
+        record("sr_transversals", None if uncovered is None else uncovered[0])
+        missing = None if uncovered is None else (uncovered[1], self._simple(x, [uncovered[2]])[0])
+        return Certificate(verdicts, found, missing)
 
     def _malformed(self, x: Instance, kind: str, items: Sequence[Term]) -> str | None:
         """Why the items are not x's literals in canonical order, or None (``*_well_formed``)."""
@@ -898,10 +902,11 @@ class SatOracle:
         return f"NR {self._shown(x, v)} is not minimal: {world} leaves Δ"
 
     def _uncovered(self, solver: Solver, x: Instance, srs: Sequence[tuple[int, ...]],
-                   nrs: Sequence[tuple[int, ...]]) -> str | None:
-        """A set meeting every SR and containing no NR, with the item its existence shows
-        missing; None when there is none (``sr_transversals``). One propositional call,
-        feature ``f`` the variable ``f + 1``."""
+                   nrs: Sequence[tuple[int, ...]]
+                   ) -> tuple[str, str, frozenset[int]] | None:
+        """A set meeting every SR and containing no NR, in words, with the item its existence
+        shows missing (``"sr"`` or ``"nr"`` and its features); None when there is none
+        (``sr_transversals``). One propositional call, feature ``f`` the variable ``f + 1``."""
         clauses = [[f + 1 for f in v] for v in srs] + [[-f - 1 for f in v] for v in nrs]
         with Solver(name=DUALITY_SOLVER, bootstrap_with=clauses) as duality:
             if not self._solve(duality):
@@ -909,12 +914,14 @@ class SatOracle:
             uncovered = frozenset(v - 1 for v in duality.get_model() if v > 0)
         # The complement of such a set is sufficient unless an NR is missing.
         fixed = frozenset(range(self.n_features)) - uncovered
+        kind, features = self._missing(solver, x, fixed)
         return (f"the features {self._names(uncovered)} meet every SR and contain no NR, so "
-                f"{self._missing(solver, x, fixed)}")
+                f"the {kind.upper()} {self._shown(x, features)} is missing", kind, features)
 
-    def _missing(self, solver: Solver, x: Instance, fixed: frozenset[int]) -> str:
-        """The item that fixing ``fixed`` to x shows missing (the caller knows that no given
-        item fits): when the goal stays satisfiable, a minimal freer inside the features the
+    def _missing(self, solver: Solver, x: Instance, fixed: frozenset[int]
+                 ) -> tuple[str, frozenset[int]]:
+        """The item that fixing ``fixed`` to x shows missing, as ``"sr"`` or ``"nr"`` and its
+        features (the caller knows that no given item fits): when the goal stays satisfiable, a minimal freer inside the features the
         world changes (an NR), else a minimal blocker inside ``fixed`` (an SR); both shrunk one
         feature at a time (monotonicity)."""
         if self._solve(solver, self._fix(x, sorted(fixed))):
@@ -925,12 +932,12 @@ class SatOracle:
                 if self._solve(solver, self._fix(x, [g for g in range(self.n_features)
                                                      if g not in freer or g == f])):
                     freer = self._diff(solver.get_model(), x)
-            return f"the NR {self._shown(x, freer)} is missing"
+            return "nr", freer
         blocker = set(fixed)
         for f in sorted(fixed):
             if not self._solve(solver, self._fix(x, sorted(blocker - {f}))):
                 blocker.discard(f)
-        return f"the SR {self._shown(x, blocker)} is missing"
+        return "sr", frozenset(blocker)
 
     def _names(self, features: Iterable[int]) -> str:
         """Feature names, e.g. ``{Age, BType}``."""

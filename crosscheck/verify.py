@@ -49,12 +49,20 @@ reason, rather than a check that may not end.
 in the native answer, not every verdict holds); ``missing`` (in the native answer, not
 listed); ``disputed`` (the native engine and the oracle disagree about it: a bug of ours, not
 of the graded tool). A contrastive entry for a class the instance is already in is ``wrong``
-as a whole. Fields named in ``oracle_only`` (``--oracle-only``; for forests whose complete
-answer is too expensive to enumerate natively) are graded by the oracle alone: a listed item
-is ``ok`` when every verdict holds, ``wrong`` when one fails, ``unknown`` otherwise, and
-completeness is not checked. The run is correct (exit 0) when every item is ``ok``, every
-scalar field matches and every instance has a line; otherwise exit 1; malformed input exits
-2 naming the line and field.
+as a whole. A wrong item carries **evidence** when one world refutes it
+(:meth:`SatOracle.counterexample`): the world and the trees' votes at it.
+
+Fields named in ``oracle_only`` (``--oracle-only``, in either vocabulary: ``sr`` or
+``sufficient_reasons``; for forests whose complete answer is too expensive to enumerate
+natively) are graded by the oracle alone: a listed item is ``ok`` when every verdict holds,
+``wrong`` when one fails, ``unknown`` otherwise. **Completeness** is reported per field:
+``checked`` (against the native answer), ``certified`` (a line lists both SRs and NRs, both
+graded by the oracle alone: :meth:`SatOracle.certify_reasons` proves the correct listed ones
+complete or finds an item missing, which is added with status ``missing``, repeatedly, up to
+:data:`MISSING_LIMIT` per field) or ``not checked``. The run is correct (exit 0) when every
+item is ``ok``, every scalar field matches and every instance has a line; otherwise exit 1; the
+result line says for which fields completeness was not checked, and never calls them complete.
+Malformed input exits 2 naming the line and field.
 """
 
 from __future__ import annotations
@@ -97,6 +105,15 @@ GNR_LIMIT = 20_000
 #: Relative tolerance when an interval bound is matched to a threshold.
 BOUND_TOLERANCE = 1e-9
 STATUSES = ("ok", "unknown", "wrong", "missing", "disputed")
+#: How a set-valued field's completeness was established (module docstring).
+COMPLETENESS = ("checked", "certified", "not checked")
+#: Most items the certificate adds as missing to one field of one line (each costs a
+#: certificate: one SAT call per item).
+MISSING_LIMIT = 20
+#: The SAT oracle's name of each set-valued field's items (:meth:`SatOracle.counterexample`).
+COUNTEREXAMPLE_KIND = {"sufficient_reasons": "sr", "necessary_reasons": "nr",
+                       "general_sufficient_reasons": "gsr", "general_necessary_reasons": "gnr",
+                       "contrastive": "ce", "shortest_flips": "gnr"}
 
 # ---------------------------------------------------------------------------------------------
 # Parsing E (malformed input → InputError naming the line and the field).
@@ -311,14 +328,22 @@ def _verdict_text(verdict: dict[str, bool | None]) -> str:
 @dataclass
 class ItemResult:
     """One item of a set-valued field: listed by E and/or in the native answer (``ours`` is
-    None when the field is graded by the oracle alone), with the oracle's verdict (None =
-    unknown) and why a verdict fails or is unknown."""
+    None when the field is graded by the oracle alone; an item neither listed nor ours is one
+    the oracle's certificate found missing), with the oracle's verdict (None = unknown), why a
+    verdict fails or is unknown, and a world refuting the first failing verdict
+    (``evidence``) when one does."""
 
     item: Term
     listed: bool
     ours: bool | None
     verdict: dict[str, bool | None]
     note: str = ""
+    evidence: Instance | None = None
+
+    @property
+    def refuted(self) -> str | None:
+        """The verdict the evidence refutes: the first that fails."""
+        return next((k for k, v in self.verdict.items() if v is False), None)
 
     @property
     def status(self) -> str:
@@ -326,6 +351,8 @@ class ItemResult:
         holds = all(v is True for v in self.verdict.values())
         fails = any(v is False for v in self.verdict.values())
         if self.ours is None:
+            if not self.listed:  # found missing by the certificate
+                return "disputed" if fails else "missing"
             return "ok" if holds else "wrong" if fails else "unknown"
         if self.listed and self.ours:
             return "disputed" if fails else "ok"
@@ -339,12 +366,14 @@ class FieldResult:
     """The grading of one field of one line. Set-valued fields carry ``items``; scalar fields
     (robustness, votes, decision, classes) carry E's ``value``, the native engine's ``ours``
     and the oracle's ``truth``; a contrastive entry has its ``target`` class. ``native`` is
-    False for a field graded by the oracle alone."""
+    False for a field graded by the oracle alone, ``certified`` when the oracle's certificate
+    then checked its completeness."""
 
     field: str
     target: int | None = None
     items: list[ItemResult] | None = None
     native: bool = True
+    certified: bool = False
     value: Any = None
     ours: Any = None
     truth: Any = None
@@ -357,6 +386,13 @@ class FieldResult:
             return self.scalar_status
         worst = {i.status for i in self.items} - {"ok"}
         return "ok" if not worst else next(s for s in STATUSES[::-1] if s in worst)
+
+    @property
+    def completeness(self) -> str | None:
+        """How completeness was established (:data:`COMPLETENESS`); None for scalar fields."""
+        if self.items is None:
+            return None
+        return "checked" if self.native else "certified" if self.certified else "not checked"
 
     @property
     def equal(self) -> bool | None:
@@ -395,8 +431,32 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """Everything in E is correct and complete (exit 0)."""
+        """Everything in E is correct, and complete where completeness was checked (exit 0)."""
         return not self.missing_instances and all(r.ok for r in self.lines)
+
+    def completeness(self) -> dict[str, str]:
+        """Per set-valued field graded, how its completeness was established on every line:
+        ``not checked`` if on some line it was not, else ``certified`` if on some line the
+        certificate checked it, else ``checked``."""
+        seen: dict[str, set[str]] = {}
+        for r in self.lines:
+            for f in r.fields:
+                if f.completeness is not None:
+                    seen.setdefault(f.field, set()).add(f.completeness)
+        return {name: next(c for c in COMPLETENESS[::-1] if c in seen[name])
+                for name in VERDICTS if name in seen}
+
+    def result(self) -> str:
+        """The verdict in words; it calls complete only what completeness was checked for."""
+        unchecked = [WHAT_OF[name] for name, c in self.completeness().items()
+                     if c == "not checked"]
+        if not self.ok:
+            text = "some item is wrong or missing"
+        else:
+            text = "every item correct" if unchecked else "everything correct and complete"
+        if unchecked:
+            text += f"; completeness not checked for {', '.join(unchecked)} (--oracle-only)"
+        return text
 
     def summary(self) -> dict[str, Any]:
         """Counts: item statuses, per field and verdict the listed items' verdicts, scalar
@@ -431,8 +491,13 @@ class VerifyReport:
         forest = self.forest
 
         def item_json(i: ItemResult) -> dict[str, Any]:
-            return {"item": term_json(forest, i.item), "status": i.status, "listed": i.listed,
-                    "ours": i.ours, "verdict": i.verdict, "note": i.note}
+            out = {"item": term_json(forest, i.item), "status": i.status, "listed": i.listed,
+                   "ours": i.ours, "verdict": i.verdict, "note": i.note}
+            if i.evidence is not None:
+                out["evidence"] = {"world": instance_to_json(forest, i.evidence),
+                                   "votes": dict(zip(forest.classes, forest.votes(i.evidence))),
+                                   "refutes": i.refuted}
+            return out
 
         def field_json(f: FieldResult) -> dict[str, Any]:
             out: dict[str, Any] = {"field": f.field, "status": f.status}
@@ -440,6 +505,7 @@ class VerifyReport:
                 out["target"] = forest.classes[f.target]
             if f.items is not None:
                 out["equal"] = f.equal
+                out["completeness"] = f.completeness
                 out["items"] = [item_json(i) for i in f.items]
             else:
                 out.update({k: _scalar_json(forest, f.field, v) for k, v in
@@ -451,7 +517,8 @@ class VerifyReport:
         ignored = sorted({n for r in self.lines for n in r.ignored})
         return {
             "source": self.source, "ties": self.ties, "matched_by": self.matched_by,
-            "ok": self.ok, "summary": self.summary(), "ignored_fields": ignored,
+            "ok": self.ok, "result": self.result(), "completeness": self.completeness(),
+            "summary": self.summary(), "ignored_fields": ignored,
             "instances_without_line": [{"position": p, "instance": instance_to_json(forest, x)}
                                        for p, x in self.missing_instances],
             "lines": [{"line": r.line, "instance": instance_to_json(forest, r.instance),
@@ -488,8 +555,7 @@ class VerifyReport:
             out.append(f"  {name}: {counts}")
         for name, c in s["scalars"].items():
             out.append(f"  {name}: " + ", ".join(f"{n} {k}" for k, n in sorted(c.items())))
-        out.append("result: " + ("everything correct and complete" if self.ok
-                                 else "some item is wrong or missing"))
+        out.append("result: " + self.result())
         return "\n".join(out)
 
     def _field_text(self, f: FieldResult) -> list[str]:
@@ -501,13 +567,19 @@ class VerifyReport:
         listed = sum(i.listed for i in f.items)
         ours = sum(bool(i.ours) for i in f.items)
         compared = {True: f"{ours} ours, equal", False: f"{ours} ours, differs",
-                    None: "completeness not checked (oracle only)"}[f.equal]
+                    None: "completeness certified by the oracle" if f.certified
+                    else "completeness not checked (oracle only)"}[f.equal]
         lines = [f"  {label}: {listed} listed, {compared}" + (f" — {f.note}" if f.note else "")]
         joiner = " ∧ " if f.field in TERM_FIELDS else " ∨ "
         for i in f.items:
             note = f" ({i.note})" if i.note else ""
             lines.append(f"    {i.status:<9}{term_text(forest, i.item, joiner)}  "
                          f"[{_verdict_text(i.verdict)}]{note}")
+            if i.evidence is not None:
+                world = ", ".join(f"{k}: {v}" for k, v in
+                                  instance_to_json(forest, i.evidence).items())
+                lines.append(f"      evidence against {i.refuted}: {{{world}}} → votes "
+                             f"{_scalar_text(forest, 'votes', forest.votes(i.evidence))}")
         return lines
 
 
@@ -618,12 +690,51 @@ class Verifier:
         """Listed and native items (``ours`` None: the listed ones only), judged."""
         listed_set = set(listed)
         ours_set = None if ours is None else set(ours)
-        out = []
-        for item in Explanation.sets(listed_set | (ours_set or set())):
-            verdict, note = self.judge(name, x, item, target)
-            out.append(ItemResult(item, item in listed_set,
-                                  None if ours_set is None else item in ours_set, verdict, note))
-        return out
+        return [self._item(name, x, item, item in listed_set,
+                           None if ours_set is None else item in ours_set, target)
+                for item in Explanation.sets(listed_set | (ours_set or set()))]
+
+    def _item(self, name: str, x: Instance, item: Term, listed: bool, ours: bool | None,
+              target: int | None = None, note: str = "") -> ItemResult:
+        """One item judged, with a refuting world when a verdict fails (for shortest flips,
+        only GNR validity is refuted by a world: ``shortest`` is a count)."""
+        verdict, why = self.judge(name, x, item, target)
+        result = ItemResult(item, listed, ours, verdict, why or note)
+        if result.refuted is not None and (name != "shortest_flips" or not verdict["valid"]):
+            result.evidence = self.sat.counterexample(x, COUNTEREXAMPLE_KIND[name], item, target)
+        return result
+
+    def _certify(self, x: Instance, srs: FieldResult, nrs: FieldResult) -> None:
+        """Completeness of a line's SRs and NRs graded by the oracle alone: the listed items
+        every verdict holds for go to :meth:`SatOracle.certify_reasons`; each item it finds
+        missing is added (status ``missing``) and the families certified again, up to
+        :data:`MISSING_LIMIT` items per field."""
+        fields = {"sr": srs, "nr": nrs}
+        assert srs.items is not None and nrs.items is not None
+        found = {k: {i.item for i in f.items if i.status == "ok"}  # type: ignore[union-attr]
+                 for k, f in fields.items()}
+        while True:
+            certificate = self.sat.certify_reasons(x, Explanation.sets(found["sr"]),
+                                                   Explanation.sets(found["nr"]))
+            if certificate.missing is None:
+                break
+            kind, item = certificate.missing
+            family = fields[kind]
+            assert family.items is not None
+            if sum(not i.listed for i in family.items) == MISSING_LIMIT:
+                family.note = (f"more items may be missing: the certificate stopped after "
+                               f"{MISSING_LIMIT}")
+                break
+            found[kind].add(item)
+            family.items.append(self._item(family.field, x, item, False, None,
+                                           note="found missing by the oracle's certificate"))
+        if not certificate.holds and certificate.missing is None:
+            return  # a listed item the oracle's checks passed failed the certificate: no claim
+        for f in fields.values():
+            assert f.items is not None
+            f.certified = True
+            order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in f.items))}
+            f.items.sort(key=lambda i: order[i.item])
 
     def grade(self, claim: Claim, positions: list[int]) -> LineResult:
         """Grade every field a line of E holds."""
@@ -651,6 +762,10 @@ class Verifier:
                 results.append(FieldResult(name, items=self._items(
                     name, x, given[name], getattr(ours, name) if name in native else None),
                     native=name in native))
+        graded = {f.field: f for f in results}
+        pair = ("sufficient_reasons", "necessary_reasons")
+        if all(n in graded and n in self.oracle_only for n in pair):
+            self._certify(x, *(graded[n] for n in pair))
         return LineResult(claim.line, x, positions, results, claim.ignored)
 
     def _robustness(self, x: Instance, value: int | None, ours: int | None,
@@ -690,20 +805,37 @@ class Verifier:
         return out
 
 
+def field_names(names: Iterable[str]) -> frozenset[str]:
+    """Explanation field names, each given as ``explain --what`` names it (``sr``) or as
+    explanations spell it (``sufficient_reasons``); InputError naming any other."""
+    out = set()
+    for name in names:
+        if name not in WHAT_OF and name not in WHAT_FIELDS:
+            raise InputError(f"--oracle-only: {name!r} is not an explanation field (expected "
+                             f"all or a comma list of {','.join(WHAT_FIELDS)} or of "
+                             f"{','.join(WHAT_OF)})")
+        out.add(WHAT_FIELDS.get(name, name))
+    return frozenset(out)
+
+
+def parse_fields(text: str) -> frozenset[str]:
+    """``--oracle-only``'s value: ``all`` or a comma list for :func:`field_names`."""
+    if text.strip() == "all":
+        return frozenset(WHAT_OF)
+    return field_names(n.strip() for n in text.split(",") if n.strip())
+
+
 def verify(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[int, Any]],
            ties: str = "first", source: str = "explanations", gnr_limit: int = GNR_LIMIT,
            oracle_only: Iterable[str] = (), max_nodes: int | None = None,
            progress: Callable[[int, int], None] | None = None) -> VerifyReport:
     """Grade the lines ``rows`` (``(line number, parsed JSON)``) of an explanations file
     against the forest and its instances (module docstring); fields in ``oracle_only`` are
-    graded by the SAT oracle alone; ``max_nodes`` bounds the native engine's graphs;
+    graded by the SAT oracle alone (named in either vocabulary, :func:`field_names`), and SRs
+    and NRs both so graded are certified complete; ``max_nodes`` bounds the native engine's graphs;
     ``progress(done, total)`` is called per line graded."""
     check_ties(ties)
-    oracle_only = frozenset(oracle_only)
-    unknown = sorted(oracle_only - set(WHAT_OF))
-    if unknown:
-        raise InputError(f"--oracle-only: {unknown[0]!r} is not an explanation field "
-                         f"({', '.join(WHAT_OF)})")
+    oracle_only = field_names(oracle_only)
     claims, by = parse_claims(forest, instances, rows, source, ties)
     where: dict[Instance, list[int]] = {}
     for p, x in enumerate(instances, start=1):

@@ -411,6 +411,8 @@ def test_verify_report(trained, capsys):
     statuses = report["summary"]["items"]
     assert statuses["missing"] and statuses["wrong"]
     assert report["summary"]["scalars"]["contrastive targets"] == {"wrong": 1}
+    assert any("evidence" in i for r in report["lines"] for f in r["fields"]
+               for i in f.get("items", ()))  # validated above with the rest
 
 
 def test_mutate_summary(monkeypatch, capsys):

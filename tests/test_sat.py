@@ -345,6 +345,9 @@ def test_certificate_rejects_each_corruption(corruption, case, ties, seed):
     if named:
         kind = family.upper()
         assert f"the {kind} {shown} is missing" in certificate.counterexamples[check]
+        assert certificate.missing == (family, simple(x, sum(1 << f for f in original)))
+    else:
+        assert certificate.missing is None
     if "non-minimal" in corruption:  # only the antichain breaks (and an NR superset may free
         # with some of its features unchanged only)
         assert {k for k, v in certificate.verdicts.items() if not v} - {"nr_frees"} == {check}
@@ -385,6 +388,7 @@ def test_certificate_of_a_valid_delta(ties):
             assert oracle.certify_reasons(x, ((),), ()).holds
             missing = oracle.certify_reasons(x, (), ())
             assert "the SR {} is missing" in missing.counterexamples["sr_transversals"]
+            assert missing.missing == ("sr", ())
             extra = oracle.certify_reasons(x, ((),), (((0, 1 << x[0]),),))
             assert [k for k, v in extra.verdicts.items() if not v] == ["nr_frees"]
             assert "does not free" in extra.counterexamples["nr_frees"]

@@ -18,11 +18,13 @@ import pytest
 
 import rfcircuits.crosscheck.verify as verify_module
 from rfcircuits.explain import Explainer
-from rfcircuits.forest import Forest, Instance, forest_from_json, instance_to_json, load_instances
+from rfcircuits.forest import (Forest, Instance, classes_from_votes, forest_from_json,
+                               instance_to_json, load_instances, parse_instance)
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
                                                  SUSAN_FOREST, forest, instance)
 from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
+from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.verify import verify
 
 NUMERIC_FOREST = {
@@ -155,21 +157,51 @@ def _corruptions(f: Forest, x: Instance, line: dict):
                 {**line, "contrastive": {**targets, t: ces[1:]}}
 
 
+def _check_evidence(f: Forest, x: Instance, ties: str, report) -> int:
+    """Every evidence world of the report refutes its item by the trees' votes (not by the
+    oracle); the number of them."""
+    decided = f.decision(x)
+    checked = 0
+    for line in report.lines:
+        for fr in line.fields:
+            for i in fr.items or ():
+                if i.evidence is None:
+                    continue
+                w, checked = i.evidence, checked + 1
+                classes = classes_from_votes(f.votes(w), ties)
+                changed = {g for g in range(len(f.features)) if w[g] != x[g]}
+                features = {g for g, _ in i.item}
+                assert i.status in ("wrong", "disputed", "missing")
+                if fr.field in ("sufficient_reasons", "general_sufficient_reasons"):
+                    # a world of the term (widened by x's states: GR's implicants) leaving Δ
+                    assert all((m | 1 << x[g]) >> w[g] & 1 for g, m in i.item)
+                    assert decided not in classes
+                elif i.refuted == "valid":  # a violation of the clause that keeps Δ
+                    assert not any(m >> w[g] & 1 for g, m in i.item) and decided in classes
+                else:  # fewer features than the clause already leave Δ / reach the target
+                    assert changed < features
+                    assert (fr.target in classes) if fr.field == "contrastive" \
+                        else decided not in classes
+    return checked
+
+
 def test_every_planted_error_is_flagged(answered):
     planted = 0
     kinds = set()
+    evidence = 0
     for name, f, xs, ties, lines in answered:
         for x, line in zip(xs, lines):
             for kind, what, field, bad in _corruptions(f, x, line):
                 report = verify(f, [x], [(1, bad)], ties, name)
                 assert not report.ok, (name, what)
+                evidence += _check_evidence(f, x, ties, report)
                 failing = {r.field for r in report.lines[0].fields if r.status != "ok"}
                 assert field in failing, (name, what, report.text())
                 statuses = {r.status for r in report.lines[0].fields}
                 assert "disputed" not in statuses, (name, what, report.text())
                 planted += 1
                 kinds.add(kind)
-    assert planted > 300
+    assert planted > 300 and evidence > 100
     assert kinds == {"drop", "add literal", "remove literal", "add state", "robustness",
                      "wrong target"}
 
@@ -307,22 +339,48 @@ def test_gnr_checks_beyond_the_limit_are_unknown(answered):
     assert not report.ok  # not among ours, and the oracle cannot vouch for it
 
 
-def test_oracle_only_grades_listed_items_without_completeness(answered):
+def test_oracle_only_grades_listed_items_and_certifies_srs_with_nrs(answered):
     fields = list(verify_module.WHAT_OF)
     name, f, xs, ties, lines = next(c for c in answered if c[0] == "figure1")
-    assert verify(f, xs, _rows(lines), ties, oracle_only=fields).ok
+    report = verify(f, xs, _rows(lines), ties, oracle_only=fields)
+    assert report.ok
+    assert report.completeness()["sufficient_reasons"] == "certified"
+    assert report.completeness()["necessary_reasons"] == "certified"
+    assert report.completeness()["general_sufficient_reasons"] == "not checked"
+    assert report.result() == ("every item correct; completeness not checked for gsr, gnr, ce, "
+                               "flips (--oracle-only)")
+    # A dropped SR, with the NRs listed too: the certificate finds exactly that SR missing,
+    # an SR by brute force.
     dropped = [{**line, "sufficient_reasons": line["sufficient_reasons"][1:]} for line in lines]
     report = verify(f, xs, _rows(dropped), ties, oracle_only=fields)
-    assert report.ok  # completeness is not checked
+    assert not report.ok
+    for x, line, r in zip(xs, lines, report.lines):
+        (sr,) = [fr for fr in r.fields if fr.field == "sufficient_reasons"]
+        missing = [i.item for i in sr.items if i.status == "missing"]
+        gone = verify_module.parse_items(f, line["sufficient_reasons"][:1], "test", "sr")
+        assert missing == list(gone)
+        assert set(gone) <= set(BruteForce(f, ties).explain(x, ("sr",)).sufficient_reasons)
+        assert sr.certified and sr.equal is None and not any(i.ours for i in sr.items)
+    # Only SRs listed: nothing to certify them with, so correct but never called complete.
+    only = [{"instance": line["instance"], "sufficient_reasons": line["sufficient_reasons"][1:]}
+            for line in lines]
+    report = verify(f, xs, _rows(only), ties, oracle_only=["sr"])
+    assert report.ok and report.completeness() == {"sufficient_reasons": "not checked"}
+    assert "complete" not in report.result().replace("completeness not checked", "")
+    assert "completeness not checked for sr (--oracle-only)" in report.text()
+    assert report.to_json()["completeness"] == {"sufficient_reasons": "not checked"}
     assert all(fr.equal is None for r in report.lines for fr in r.fields if fr.items is not None)
     for kind, what, field, bad in _corruptions(f, xs[0], lines[0]):
         if kind != "drop":
             report = verify(f, xs[:1], [(1, bad)], ties, oracle_only=fields)
             assert not report.ok, what
+            _check_evidence(f, xs[0], ties, report)
     report = verify(f, xs, _rows(lines), ties, gnr_limit=0, oracle_only=fields)
     assert not report.ok and report.summary()["items"]["unknown"] > 0
-    with pytest.raises(Exception, match="not an explanation field"):
+    with pytest.raises(Exception, match="'votes' is not an explanation field"):
         verify(f, xs, _rows(lines), ties, oracle_only=["votes"])
+    assert verify_module.parse_fields("sr, necessary_reasons,flips") == {
+        "sufficient_reasons", "necessary_reasons", "shortest_flips"}
 
 
 def test_native_and_oracle_disagreement_is_disputed(answered, monkeypatch):
@@ -379,10 +437,44 @@ def test_cli_exit_codes_and_json(files, capsys):
     assert doc["summary"]["scalars"]["robustness"] == {"ok": 2, "wrong": 1}
     assert _run(paths, "--oracle-only", "sufficient_reasons") == 1  # robustness still wrong
     assert "completeness not checked" in capsys.readouterr().out
+    # SRs and NRs both graded by the oracle alone: the dropped SR is certified missing.
+    assert _run(paths, "--oracle-only", "sr,nr", "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["items"]["missing"] == 1
+    assert doc["completeness"]["sufficient_reasons"] == "certified"
+    assert doc["completeness"]["general_sufficient_reasons"] == "checked"
     assert _run(paths, "--oracle-only", "all", "--json") == 1
-    assert json.loads(capsys.readouterr().out)["summary"]["items"]["missing"] == 0
-    assert _run(paths, "--oracle-only", "bogus") == 2
-    assert "--oracle-only" in capsys.readouterr().err
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["items"]["missing"] == 1
+    assert "completeness not checked for gsr, gnr, ce, flips (--oracle-only)" in doc["result"]
+    for bad_value in ("bogus", "sr,votes"):
+        assert _run(paths, "--oracle-only", bad_value) == 2
+        err = capsys.readouterr().err
+        assert "--oracle-only" in err and repr(bad_value.split(",")[-1]) in err
+        assert "Traceback" not in err
+
+
+def test_cli_evidence_is_a_world_with_the_forests_votes(files, capsys):
+    paths, lines = files
+    f = forest_from_json(NUMERIC_FOREST)
+    xs = load_instances(paths["i.jsonl"], f)
+    bad = copy.deepcopy(lines)
+    k = next(k for k, line in enumerate(bad) if line["sufficient_reasons"][0])
+    bad[k]["sufficient_reasons"][0] = bad[k]["sufficient_reasons"][0][1:]  # no longer sufficient
+    paths["e.jsonl"].write_text("".join(json.dumps(line) + "\n" for line in bad))
+    assert _run(paths, "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    (wrong,) = [i for r in doc["lines"] for fr in r["fields"] for i in fr.get("items", ())
+                if i["status"] == "wrong"]
+    world = parse_instance(f, wrong["evidence"]["world"], "evidence")
+    assert wrong["evidence"]["votes"] == dict(zip(f.classes, f.votes(world)))
+    assert wrong["evidence"]["refutes"] == "sufficient"
+    x = xs[k]
+    assert f.decision(world) != f.decision(x)  # ties first: the world leaves Δ
+    term = verify_module.parse_items(f, [wrong["item"]], "test", "sr")[0]
+    assert all(m >> world[g] & 1 for g, m in term)
+    assert _run(paths) == 1
+    assert "evidence against sufficient: {" in capsys.readouterr().out
 
 
 MALFORMED = [

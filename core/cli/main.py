@@ -123,9 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "assignments (default: GNR_LIMIT of crosscheck/verify.py); beyond it "
                         "the verdict is unknown")
     p.add_argument("--oracle-only", default="",
-                   help="comma list of fields (or all) graded by the SAT oracle alone, without "
-                        "enumerating our complete answer: no completeness check (for "
-                        "forests whose class formulas exceed --max-nodes; default: none)")
+                   help="comma list of fields (sr,nr,... as for explain --what, or their "
+                        "names in explanations; or all) graded by the SAT oracle alone, "
+                        "without enumerating our complete answer: completeness is certified "
+                        "for SRs and NRs listed together, not checked otherwise (for forests "
+                        "whose class formulas exceed --max-nodes; default: none)")
     add_max_nodes(p)
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_no_progress(p)
@@ -317,9 +319,9 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Grade an explanations file: exit 0 correct and complete, 1 some item wrong or
-    missing, 2 malformed input."""
-    from rfcircuits.crosscheck.verify import GNR_LIMIT, WHAT_OF, read_lines, verify
+    """Grade an explanations file: exit 0 correct (and complete where completeness was
+    checked), 1 some item wrong or missing, 2 malformed input."""
+    from rfcircuits.crosscheck.verify import GNR_LIMIT, parse_fields, read_lines, verify
 
     forest = load_forest(args.forest)
     instances = load_instances(args.instances, forest)
@@ -327,8 +329,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     limit = GNR_LIMIT if args.gnr_limit is None else args.gnr_limit
     if limit < 0:
         raise InputError("--gnr-limit must be non-negative")
-    oracle_only = list(WHAT_OF) if args.oracle_only.strip() == "all" else \
-        [n.strip() for n in args.oracle_only.split(",") if n.strip()]
+    oracle_only = parse_fields(args.oracle_only)
     with Progress("grading lines", enabled=not args.no_progress) as progress:
         report = verify(forest, instances, rows, args.ties, args.explanations, limit,
                         oracle_only, max_nodes(args), progress)
