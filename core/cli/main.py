@@ -21,7 +21,6 @@ from rfcircuits.atomicio import PARTIAL
 from rfcircuits.cli.engine import (Parser, add_commands, add_max_nodes, add_no_progress,
                                    add_resume, max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
-from rfcircuits.interrupts import exit_status
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
                                load_instances, load_json_file, parse_instance)
