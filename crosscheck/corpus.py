@@ -42,7 +42,7 @@ import random
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from multiprocessing.pool import Pool
@@ -66,7 +66,7 @@ from rfcircuits.crosscheck.fuzz import make_case, repro
 from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
 from rfcircuits.crosscheck.parallel import completed, pmap
 from rfcircuits.crosscheck.parallel import pool as pool_of
-from rfcircuits.crosscheck.strategies import Limits
+from rfcircuits.crosscheck.strategies import Limits, all_worlds, with_edge_worlds
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
 MANIFEST = "MANIFEST.json"
@@ -269,7 +269,7 @@ def make(spec: CaseSpec) -> Made:
         forest = forest_from_json(doc, source=origin["example"])
         first = EXAMPLE_CASES[spec.id][1]
         head = [spec_examples.instance(forest, getattr(spec_examples, first))] if first else []
-        return Made(forest, list(dict.fromkeys(head + _worlds(forest))))
+        return Made(forest, list(dict.fromkeys(head + all_worlds(forest))))
     if origin["kind"] == "random":
         limits = Limits(**origin["limits"])
         forest, xs = make_case(origin["seed"], origin["case"], limits)
@@ -279,10 +279,6 @@ def make(spec: CaseSpec) -> Made:
         rng = random.Random(f"corpus-worlds/{origin['seed']}/{origin['case']}")
         return Made(forest, with_edge_worlds(forest, xs, rng))
     return _trained(origin)
-
-
-def _worlds(forest: Forest) -> list[Instance]:
-    return list(itertools.product(*(range(f.n_states) for f in forest.features)))
 
 
 def with_single_state_retests(forest: Forest, rng: random.Random) -> Forest:
@@ -303,26 +299,6 @@ def with_single_state_retests(forest: Forest, rng: random.Random) -> Forest:
             nodes[k] = Branching(node.feature, tuple(branches))
         trees.append(Tree(tuple(nodes)))
     return Forest(forest.features, forest.classes, tuple(trees))
-
-
-def _tied(forest: Forest, x: Instance) -> bool:
-    votes = forest.votes(x)
-    return votes.count(max(votes)) > 1
-
-
-def with_edge_worlds(forest: Forest, instances: Sequence[Instance],
-                     rng: random.Random) -> list[Instance]:
-    """``instances`` (duplicates dropped) plus, when none of them is one, a world with tied
-    votes and a world decided for each class (first in a shuffled order of all worlds)."""
-    worlds = _worlds(forest)
-    rng.shuffle(worlds)
-    chosen = list(dict.fromkeys(instances))
-    wanted: list[Callable[[Instance], bool]] = [lambda w: _tied(forest, w)]
-    wanted += [lambda w, c=c: forest.decision(w) == c for c in range(len(forest.classes))]
-    for want in wanted:
-        if not any(want(x) for x in chosen):
-            chosen.extend(itertools.islice((w for w in worlds if want(w)), 1))
-    return chosen
 
 
 def _trained(origin: dict[str, Any]) -> Made:

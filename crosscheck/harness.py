@@ -45,6 +45,7 @@ from rfcircuits.robustness import flips
 from rfcircuits.terms import term_json, variables
 from rfcircuits.crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
 from rfcircuits.crosscheck.parallel import can_fork, completed, pool
+from rfcircuits.crosscheck.strategies import margin
 
 ORACLES = ("brute", "bdd", "sat")
 HEADER = ("votes", "decision", "classes")
@@ -398,8 +399,10 @@ class Crosscheck:
         shown = start  # units are passed on in instance order: a prefix of a serial run's
         try:
             with pool(min(jobs, len(todo))) as workers:
+                # Far instances have by far the most SRs and NRs (docs/decisions.md,
+                # "Oracles"): start them first so that short ones fill the end.
                 for k, result in completed(workers, _explain_in_worker, todo,
-                                           cost=lambda i: _margin(self.forest, instances[i])):
+                                           cost=lambda i: margin(self.forest, instances[i])):
                     finished[todo[k]] = result
                     while on_unit and shown in finished:
                         on_unit(shown, *finished[shown])
@@ -592,15 +595,6 @@ class _FieldsJson(dict):  # type: ignore[type-arg]
 
     def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
         return self[name] if name in self or name in self._keys else default
-
-
-def _margin(forest: Forest, x: Instance) -> int:
-    """How far ``x`` is from a tie: the vote count of its top class minus the next one. Far
-    instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"), so workers
-    start them first and the short ones fill the end (the longest first, the classic
-    schedule)."""
-    votes = sorted(forest.votes(x), reverse=True)
-    return votes[0] - (votes[1] if len(votes) > 1 else 0)
 
 
 #: What forked workers explain with: the run, its explainer, the instances, the SR and

@@ -5,12 +5,17 @@ same case (``rfcircuits fuzz --seed``); hypothesis' ``st.randoms()`` makes the d
 shrinkable in property tests (:func:`forests`). Forests mix numeric and categorical
 features, re-tests of a feature on its feasible states, shared subtrees (DAGs), single-leaf
 trees, classes no leaf votes for, and few trees so that ties are common.
+
+Instances worth checking lie near vote ties: :func:`margin` measures the distance,
+:func:`pick_by_margin` chooses the closest, :func:`with_edge_worlds` adds a tied world and one
+world per decided class (shared by the corpus, the harness's scheduling and ``verify-pyxai``).
 """
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
@@ -107,6 +112,50 @@ def _partition(rng: random.Random, states: list[int], numeric: bool) -> list[int
 
 def random_instance(rng: random.Random, forest: Forest) -> Instance:
     return tuple(rng.randrange(f.n_states) for f in forest.features)
+
+
+def all_worlds(forest: Forest) -> list[Instance]:
+    """Every instance of ``forest``, in lexicographic order of the state indices."""
+    return list(itertools.product(*(range(f.n_states) for f in forest.features)))
+
+
+def margin(forest: Forest, x: Instance) -> int:
+    """How far ``x`` is from a tie: the vote count of its top class minus the next one (0 for
+    an exact tie)."""
+    votes = sorted(forest.votes(x), reverse=True)
+    return votes[0] - (votes[1] if len(votes) > 1 else 0)
+
+
+def tied(forest: Forest, x: Instance) -> bool:
+    """Whether two or more classes share the top vote count at ``x``."""
+    votes = forest.votes(x)
+    return votes.count(max(votes)) > 1
+
+
+def pick_by_margin(forest: Forest, instances: Sequence[Instance], k: int) -> list[int]:
+    """The indices in ``instances`` of the ``k`` (or all, if fewer) instances with the
+    smallest :func:`margin`, smallest first: exact ties, then margins of one vote, ...; equal
+    margins keep their input order. Indices rather than instances, so that a caller can take
+    the matching rows of its data (the raw values a peer tool reads)."""
+    if k < 0:
+        raise ValueError(f"k must be non-negative, not {k}")
+    margins = [margin(forest, x) for x in instances]
+    return sorted(range(len(instances)), key=margins.__getitem__)[:k]  # sorted() is stable
+
+
+def with_edge_worlds(forest: Forest, instances: Sequence[Instance],
+                     rng: random.Random) -> list[Instance]:
+    """``instances`` (duplicates dropped) plus, when none of them is one, a world with tied
+    votes and a world decided for each class (first in a shuffled order of all worlds)."""
+    worlds = all_worlds(forest)
+    rng.shuffle(worlds)
+    chosen = list(dict.fromkeys(instances))
+    wanted: list[Callable[[Instance], bool]] = [lambda w: tied(forest, w)]
+    wanted += [lambda w, c=c: forest.decision(w) == c for c in range(len(forest.classes))]
+    for want in wanted:
+        if not any(want(x) for x in chosen):
+            chosen.extend(itertools.islice((w for w in worlds if want(w)), 1))
+    return chosen
 
 
 def forests(limits: Limits = Limits()):  # -> SearchStrategy[Forest]
