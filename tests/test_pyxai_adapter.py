@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
 import pytest
 
 import rfcircuits.crosscheck.adapters.pyxai as adapter
 from rfcircuits.forest import forest_from_json
-from rfcircuits.cli.main import main
+from rfcircuits.cli.main import build_parser, main
 from rfcircuits.crosscheck.verify import verify
 
 FOREST = {
@@ -67,6 +68,55 @@ def test_missing_pyxai_is_bad_input(monkeypatch, capsys):
     assert main(["verify-pyxai", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
     assert "pip install pyxai" in err and "Traceback" not in err
+
+
+def test_random_pick_draws_the_same_rows_as_before():
+    X = np.arange(40.0).reshape(20, 2)
+    forest = adapter.train_forest(_dataset(X), 3, 2, 0).forest
+    expected = np.sort(np.random.default_rng(7).choice(20, size=5, replace=False))
+    assert list(adapter.pick_rows(forest, X, 5, "random", 7)) == list(expected)
+    assert sorted(adapter.pick_rows(forest, X, 50, "random", 7)) == list(range(20))
+
+
+def _dataset(X):
+    y = (X[:, 0] + X[:, 1] > 40).astype(int)
+    return adapter.Dataset("toy", ["u", "v"], X, y, ["no", "yes"])
+
+
+def _brute_margin(votes):
+    top, second = sorted(votes, reverse=True)[:2]
+    return top - second
+
+
+@pytest.mark.parametrize("trees", [2, 4, 11])
+def test_margin_pick_takes_one_row_per_instance_closest_to_a_tie(trees):
+    data = adapter.load_dataset("iris")
+    forest = adapter.train_forest(data, trees, 3, 0).forest
+    instances = adapter.instances_from_values(forest, data.X)
+    first_row = {}
+    for i, x in enumerate(instances):
+        first_row.setdefault(x, i)
+    # Brute force: the first row of each distinct instance, by (margin of its votes, row).
+    ranked = sorted(first_row.values(),
+                    key=lambda i: (_brute_margin(forest.votes(instances[i])), i))
+    for k in (1, 5, 20, 1000):
+        picked = list(adapter.pick_rows(forest, data.X, k, "margin", 0))
+        assert picked == sorted(ranked[:k])
+    if trees == 2:  # two trees disagree somewhere on iris: the closest row is an exact tie
+        assert _brute_margin(forest.votes(instances[ranked[0]])) == 0
+
+
+def test_pick_option_is_checked_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["verify-pyxai", "--dataset", "iris", "--pick", "bogus"])
+    assert stop.value.code == 2
+    assert "invalid choice: 'bogus'" in capsys.readouterr().err
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    pick = next(a for a in sub.choices["verify-pyxai"]._actions if a.dest == "pick")
+    assert tuple(pick.choices) == adapter.PICKS and pick.default == "random"
+    with pytest.raises(adapter.InputError, match="--pick must be one of random, margin"):
+        adapter.pick_rows(None, np.zeros((1, 1)), 1, "bogus", 0)
 
 
 @needs_pyxai

@@ -141,6 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", type=int, default=20, help="number of instances explained")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the training run and of the rows drawn")
+    p.add_argument("--pick", choices=("random", "margin"), default="random",
+                   help="which rows of the dataset to explain: drawn at random with the seed "
+                        "(default), or those closest to a vote tie of the trained forest "
+                        "(one row per instance, exact ties first)")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds per PyXAI call (a call past it is killed and counted)")
     p.add_argument("--no-theory", action="store_true",

@@ -3,8 +3,9 @@
 ``rfcircuits verify-pyxai --dataset iris|wine|breast-cancer`` trains a scikit-learn
 ``RandomForestClassifier`` on a dataset bundled with scikit-learn (:func:`rfcircuits.datasets.
 train_forest`), imports it into our forest model (every threshold a tree uses cuts its
-feature's states), runs PyXAI on K rows drawn from the whole dataset with the seed,
-and grades every reason PyXAI returns with :func:`rfcircuits.crosscheck.verify.verify` (tie policy
+feature's states), runs PyXAI on K rows of the whole dataset (:func:`pick_rows`: drawn with
+the seed, or with ``--pick margin`` the rows closest to a vote tie of the forest), and grades
+every reason PyXAI returns with :func:`rfcircuits.crosscheck.verify.verify` (tie policy
 ``first``), by the SAT oracle alone (:data:`GRADED`): PyXAI returns one reason per call, so
 completeness is not asked.
 
@@ -77,6 +78,7 @@ from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.terms import Term
 from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.strategies import pick_by_margin
 from rfcircuits.crosscheck.verify import VerifyReport, interval_mask, verify
 
 #: PyXAI explainer methods run, with the explanation field each is graded as (module docstring).
@@ -459,6 +461,29 @@ def grade(forest: Forest, instances: Sequence[Instance], answers: Sequence[dict[
     return results
 
 
+#: How ``verify-pyxai --pick`` chooses the rows PyXAI explains (:func:`pick_rows`).
+PICKS = ("random", "margin")
+
+
+def pick_rows(forest: Forest, X: np.ndarray, k: int, pick: str, seed: int) -> np.ndarray:
+    """Indices of the ``k`` rows of ``X`` to explain, in dataset order. ``random``: ``k``
+    distinct rows drawn with ``seed``. ``margin``: the rows whose instances (``forest``'s
+    states of the row) are closest to a vote tie (:func:`~rfcircuits.crosscheck.strategies.
+    pick_by_margin`, exact ties first), one row per instance (the first in the dataset): rows
+    in the same states would be graded alike, so they would only take the place of others."""
+    if pick == "random":
+        rng = np.random.default_rng(seed)
+        return np.sort(rng.choice(len(X), size=min(k, len(X)), replace=False))
+    if pick != "margin":
+        raise InputError(f"--pick must be one of {', '.join(PICKS)}, not {pick!r}")
+    first: dict[Instance, int] = {}
+    for i, x in enumerate(instances_from_values(forest, X)):
+        first.setdefault(x, i)
+    unique = list(first)
+    return np.sort(np.array([first[unique[j]] for j in pick_by_margin(forest, unique, k)],
+                            dtype=np.intp))
+
+
 def run_verify_pyxai(args: argparse.Namespace) -> int:
     """``rfcircuits verify-pyxai`` (module docstring): counts per verdict, per reason kind."""
     version = pyxai_version()
@@ -473,10 +498,7 @@ def run_verify_pyxai(args: argparse.Namespace) -> int:
     data = load_dataset(args.dataset)
     trained = train_forest(data, args.trees, args.depth, args.seed)
     forest = trained.forest
-    rng = np.random.default_rng(args.seed)
-    picked = np.sort(rng.choice(len(data.X), size=min(args.instances, len(data.X)),
-                                replace=False))
-    rows = data.X[picked]
+    rows = data.X[pick_rows(forest, data.X, args.instances, args.pick, args.seed)]
     instances = instances_from_values(forest, rows)
     kinds = [k for k in KINDS if k != "minimal_contrastive_reason" or len(forest.classes) == 2]
     answers = run_pyxai(trained.model, rows, kinds, args.timeout, not args.no_theory, args.seed)
@@ -495,7 +517,7 @@ def run_verify_pyxai(args: argparse.Namespace) -> int:
         "instances_answered": len(first),
     }
     doc = {"dataset": args.dataset, "trees": args.trees, "depth": args.depth,
-           "seed": args.seed, "instances": len(instances), "pyxai": version,
+           "seed": args.seed, "pick": args.pick, "instances": len(instances), "pyxai": version,
            "theory": not args.no_theory, "ties": "first", "timeout": args.timeout,
            "agreement": agree, "kinds": {k: r.to_json() for k, r in results.items()}}
     print(json.dumps(doc, ensure_ascii=False) if args.json else _text(doc, len(forest.classes)))
@@ -503,11 +525,14 @@ def run_verify_pyxai(args: argparse.Namespace) -> int:
     return 1 if broken or agree["pyxai_prediction_is_ours"] != len(first) else 0
 
 
+_PICKED = {"random": "drawn at random", "margin": "closest to a vote tie"}
+
+
 def _text(doc: dict[str, Any], n_classes: int) -> str:
     a = doc["agreement"]
     n = doc["instances"]
     out = [f"verify-pyxai: {doc['dataset']}, {doc['trees']} trees, depth {doc['depth']}, "
-           f"seed {doc['seed']}, {n} instances; PyXAI {doc['pyxai']} "
+           f"seed {doc['seed']}, {n} instances {_PICKED[doc['pick']]}; PyXAI {doc['pyxai']} "
            f"{'with' if doc['theory'] else 'without'} its domain theory; graded with ties first",
            f"PyXAI's prediction = our hard-majority decision: {a['pyxai_prediction_is_ours']}/"
            f"{a['instances_answered']}; sklearn predict = ours: {a['sklearn_predict_is_ours']}/{n}"
