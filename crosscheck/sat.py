@@ -921,9 +921,9 @@ class SatOracle:
     def _missing(self, solver: Solver, x: Instance, fixed: frozenset[int]
                  ) -> tuple[str, frozenset[int]]:
         """The item that fixing ``fixed`` to x shows missing, as ``"sr"`` or ``"nr"`` and its
-        features (the caller knows that no given item fits): when the goal stays satisfiable, a minimal freer inside the features the
-        world changes (an NR), else a minimal blocker inside ``fixed`` (an SR); both shrunk one
-        feature at a time (monotonicity)."""
+        features (the caller knows that no given item fits): when the goal stays satisfiable,
+        a minimal freer inside the features the world changes (an NR), else a minimal blocker
+        inside ``fixed`` (an SR); both shrunk one feature at a time (monotonicity)."""
         if self._solve(solver, self._fix(x, sorted(fixed))):
             freer = self._diff(solver.get_model(), x)
             for f in sorted(freer):
