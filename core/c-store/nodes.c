@@ -255,9 +255,8 @@ static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
     if (d > DICT_MAX) {
         *q++ = 0;
         for (i = 0; i < k; i++) {
-            int32_t c = s[i].child;
             q += varint_put(q, (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1));
-            q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(n - c + 2));
+            q += varint_put(q, child_code(s[i].child, n));
         }
         return (size_t)(q - p);
     }
@@ -269,10 +268,9 @@ static size_t encode_segs(uint8_t *p, int32_t n, const Seg *s, size_t k)
         }
     *q++ = (uint8_t)d;
     for (i = 0, prev = n; i < d; i++) {
-        int32_t c = kids[i];
-        q += varint_put(q, c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(prev - c + 2));
-        if (c > 1)
-            prev = c;
+        q += varint_put(q, child_code(kids[i], prev));
+        if (kids[i] > 1)
+            prev = kids[i];
     }
     for (i = 0; i < k; i++) {
         uint32_t len = (uint32_t)(s[i].end - (i ? s[i - 1].end : 0) - 1);

@@ -170,6 +170,18 @@ static inline uint32_t varint_get(const uint8_t **p)
     return v;
 }
 
+/* A child's code: 0 GAP, 1 and 2 the leaves false and true, c >= 3 the decision node c - 2
+ * below `base` (the parent, or in a dictionary the previous decision child). */
+static inline uint32_t child_code(int32_t c, int32_t base)
+{
+    return c == GAP ? 0 : c <= 1 ? (uint32_t)c + 1 : (uint32_t)(base - c + 2);
+}
+
+static inline int32_t child_of(uint32_t code, int32_t base)
+{
+    return code == 0 ? GAP : code <= 2 ? (int32_t)code - 1 : base - (int32_t)(code - 2);
+}
+
 /* Start decoding node n's segments from its code at p (which collect reads at an old place). */
 static inline void seg_begin_at(const Store *S, int32_t n, const uint8_t *p, SegIt *it)
 {
@@ -184,8 +196,9 @@ static inline void seg_begin_at(const Store *S, int32_t n, const uint8_t *p, Seg
     it->nst = S->n_states[node_feat(S, n)];
     it->d = *p++;
     for (int32_t i = 0, prev = n; i < it->d; i++) {
-        uint32_t c = varint_get(&p);
-        it->dict[i] = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : (prev -= (int32_t)(c - 2));
+        it->dict[i] = child_of(varint_get(&p), prev);
+        if (it->dict[i] > 1)
+            prev = it->dict[i];
     }
     it->p = p;
 }
@@ -209,8 +222,7 @@ static inline int seg_next(SegIt *it)
         return 1;
     }
     it->end += 1 + (int32_t)varint_get(&it->p);
-    uint32_t c = varint_get(&it->p);
-    it->child = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : it->n - (int32_t)(c - 2);
+    it->child = child_of(varint_get(&it->p), it->n);
     return 1;
 }
 
@@ -225,7 +237,7 @@ static inline int32_t node_child_at(const uint8_t *p, int32_t n, int32_t state)
             end += 1 + (int32_t)varint_get(&p);
             uint32_t c = varint_get(&p);
             if (end > state)
-                return c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : n - (int32_t)(c - 2);
+                return child_of(c, n);
         }
     }
     const uint8_t *dict = p;
@@ -244,10 +256,8 @@ static inline int32_t node_child_at(const uint8_t *p, int32_t n, int32_t state)
         }
     }
     int32_t child = n;
-    for (int32_t i = 0; i <= index; i++) {
-        uint32_t c = varint_get(&dict);
-        child = c == 0 ? GAP : c <= 2 ? (int32_t)c - 1 : child - (int32_t)(c - 2);
-    }
+    for (int32_t i = 0; i <= index; i++)
+        child = child_of(varint_get(&dict), child);
     return child;
 }
 
