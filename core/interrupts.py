@@ -37,10 +37,12 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 def _in_callback(frame: FrameType | None) -> bool:
     """Whether the code the signal interrupted may be a callback whose exceptions Python
     ignores: inside a ``__del__`` method, in the import machinery itself (its module locks
-    are released by weakref callbacks), or in code run from a string (Cython modules patch
-    ``collections.abc`` so as they are imported, and report an exception there as ignored)."""
+    are released by weakref callbacks), or in code a module runs from a string (Cython
+    modules patch ``collections.abc`` so as they are imported, and report an exception there
+    as ignored; ``python -c``'s own code is the main module's, and is interrupted)."""
     if frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
-                              or frame.f_code.co_filename == "<string>"):
+                              or frame.f_code.co_filename == "<string>"
+                              and frame.f_globals.get("__name__") != "__main__"):
         return True
     while frame is not None:
         if frame.f_code.co_name == "__del__":

@@ -586,3 +586,18 @@ def test_fault_count(request, record_property):
     summary = f"fault injection: {n} faults, {FAULTS['lost']} outputs lost or clobbered"
     record_property("summary", summary)
     assert n >= 200 and not FAULTS["lost"], summary
+
+
+def test_signals_wait_out_code_another_module_runs_from_a_string():
+    """A signal in code run from a string in another module's namespace (Cython's import-time
+    patch of ``collections.abc``, whose exceptions are reported as ignored) comes again later;
+    in ``python -c``'s own code (the main module, as this file's WRAPPER runs) it interrupts."""
+    from rfcircuits.interrupts import _in_callback
+
+    code = compile("import sys\nframe = sys._getframe()", "<string>", "exec")
+    patched: dict[str, Any] = {"__name__": "collections.abc"}
+    main: dict[str, Any] = {"__name__": "__main__"}
+    exec(code, patched)
+    exec(code, main)
+    assert _in_callback(patched["frame"])
+    assert not _in_callback(main["frame"])
