@@ -71,6 +71,21 @@ def signals_as_interrupts() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def raised_by_signal(exc: BaseException) -> bool:
+    """Whether ``exc`` wraps the KeyboardInterrupt of a signal: machinery that calls user code
+    may re-raise what that code raised as another exception (Python 3.11 turns an exception
+    in a descriptor's ``__set_name__``, such as a dataclass field's while its class is built
+    on import, into ``RuntimeError("Error calling __set_name__ ...")``)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return bool(_received)
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def exit_status() -> int:
     """``128 + signal`` of the last signal that interrupted the run (SIGINT when none was seen:
     a KeyboardInterrupt raised by other means)."""

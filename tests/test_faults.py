@@ -601,3 +601,31 @@ def test_signals_wait_out_code_another_module_runs_from_a_string():
     exec(code, main)
     assert _in_callback(patched["frame"])
     assert not _in_callback(main["frame"])
+
+
+def test_a_signal_that_other_machinery_wraps_still_ends_the_run_as_interrupted(capsys):
+    """Python 3.11 re-raises an exception from a descriptor's ``__set_name__`` (a dataclass
+    field's, while a module imported by a command builds its class) as RuntimeError: the
+    signal's KeyboardInterrupt inside it is still an interruption, exit 128 + signal."""
+    import argparse
+    import signal
+
+    from rfcircuits.cli.engine import run
+
+    class SignalOnSetName:
+        def __set_name__(self, owner: type, name: str) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):  # the handler runs between bytecodes
+                pass
+
+    def handler(args: argparse.Namespace) -> int:
+        type("Built", (), {"field": SignalOnSetName()})
+        return 0
+
+    def failing(args: argparse.Namespace) -> int:
+        raise RuntimeError("not a signal")
+
+    assert run(argparse.Namespace(command="explain", handler=handler)) == 128 + signal.SIGTERM
+    assert "rfcircuits explain: interrupted" in capsys.readouterr().err
+    with pytest.raises(RuntimeError, match="not a signal"):
+        run(argparse.Namespace(command="explain", handler=failing))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
                                  record_output, write_json)
-from rfcircuits.interrupts import exit_status, signals_as_interrupts
+from rfcircuits.interrupts import exit_status, raised_by_signal, signals_as_interrupts
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.forest import TIES, Forest, load_forest, save_forest
 from rfcircuits.formats import circuit_stem
@@ -212,15 +212,25 @@ def run(args: argparse.Namespace) -> int:
               "decision graphs at N nodes)", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"rfcircuits {args.command}: interrupted", file=sys.stderr)
-        return exit_status()
+        return _interrupted(args)
     except BrokenPipeError:
         return 0
     except OSError as exc:  # an output that cannot be written: full disk, no permission...
+        if raised_by_signal(exc):
+            return _interrupted(args)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"rfcircuits {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
         _drop_stdout()
         return 2
+    except Exception as exc:
+        if raised_by_signal(exc):
+            return _interrupted(args)
+        raise
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    print(f"rfcircuits {args.command}: interrupted", file=sys.stderr)
+    return exit_status()
 
 
 def _drop_stdout() -> None:
