@@ -15,11 +15,15 @@ form, is malformed input. Instances with no line are reported and make the verdi
 **Literals** of ``E`` may name states (``{"feature": "x1", "states": ["(0.5,2.5]"]}``), give
 state indices (``"states": [1, 2]``) or, for a numeric feature, a numeric interval
 (``{"feature": "x1", "interval": [0.5, 2.5]}`` meaning ``0.5 < x1 <= 2.5``, ``null`` for an
-infinite bound). An interval stands for the states it covers, so its finite bounds must be
-thresholds of the feature (equal up to a relative 1e-9, to absorb printing; in a forest that
+infinite bound), or a numeric range (``{"feature": "x1", "range": [0.4, 2.6]}``, the same
+reading with any bounds). An interval stands for the states it covers, so its finite bounds
+must be thresholds of the feature (equal up to a relative 1e-9, to absorb printing; in a forest that
 reads float32 inputs, equal on every float32 input, as thresholds the scikit-learn importer
-merged are); a bound that cuts a state, an empty or full literal, or two literals on one
-feature in a term or clause is malformed input.
+merged are); a range stands for every state some value in it falls in (a rule "0.4 < x1 <=
+2.6" holds on a box that meets those states, and the forest decides alike within a state), and
+one that meets every state constrains nothing and is dropped. A
+bound that cuts a state, an empty or full literal, or two literals on one feature in a term or
+clause is malformed input.
 
 **Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.sat.SatOracle`; the
 definitions are in docs/semantics.md), for every item ``E`` lists and every item of the native
@@ -102,6 +106,8 @@ WHAT_OF = {name: key for key, name in WHAT_FIELDS.items()}
 KNOWN_FIELDS = frozenset({"instance", "ties", *HEADER_FIELDS, *WHAT_OF})
 #: Largest :func:`gnr_cost` for which GNR / shortest-flip validity is decided.
 GNR_LIMIT = 20_000
+#: The keys a literal gives its states by (module docstring).
+LITERAL_FORMS = ("states", "interval", "range")
 #: Relative tolerance when an interval bound is matched to a threshold.
 BOUND_TOLERANCE = 1e-9
 STATUSES = ("ok", "unknown", "wrong", "missing", "disputed")
@@ -164,6 +170,26 @@ def interval_mask(feature: Feature, low: float | None, high: float | None, where
     return ((1 << (last + 1)) - 1) & ~((1 << first) - 1)
 
 
+def range_mask(feature: Feature, low: float | None, high: float | None, where: str,
+               input_dtype: str = "float64") -> int:
+    """States of a numeric feature that some value ``v`` with ``low < v <= high`` (None:
+    unbounded; any numbers) falls in, as a forest reading its inputs as ``input_dtype`` reads
+    ``v``. The forest decides alike on every value of a state, so a term of such literals
+    implies a class exactly when every point of the box it describes gets that class: the form
+    for rules whose bounds are not the forest's thresholds (Anchors' quantiles)."""
+    last = feature.n_states - 1
+    try:
+        first = 0 if low is None else feature.state_of_value(math.nextafter(low, math.inf),
+                                                             input_dtype)
+        if high is not None:
+            last = feature.state_of_value(high, input_dtype)
+    except ValueError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    if low is not None and high is not None and low >= high or first > last:
+        raise InputError(f"{where}: the range ({low}, {high}] holds no value")
+    return ((1 << (last + 1)) - 1) & ~((1 << first) - 1)
+
+
 def parse_literal(forest: Forest, obj: Any, where: str) -> Literal:
     """One literal in any of the three accepted forms (module docstring)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("feature"), str):
@@ -174,20 +200,24 @@ def parse_literal(forest: Forest, obj: Any, where: str) -> Literal:
         raise InputError(f"{where}: unknown feature {name!r}")
     f = forest.feature_index[name]
     feature = forest.features[f]
-    extra = sorted(set(obj) - {"feature", "states", "interval"})
+    extra = sorted(set(obj) - {"feature", *LITERAL_FORMS})
     if extra:
         raise InputError(f"{where}: unknown key {extra[0]!r} in a literal")
-    if ("states" in obj) == ("interval" in obj):
-        raise InputError(f"{where}: give either 'states' or 'interval' for {name!r}")
-    if "interval" in obj:
-        bounds = obj["interval"]
+    forms = [k for k in LITERAL_FORMS if k in obj]
+    if len(forms) != 1:
+        raise InputError(f"{where}: give one of 'states', 'interval' or 'range' for {name!r}")
+    if forms[0] != "states":
+        bounds = obj[forms[0]]
         if feature.thresholds is None:
-            raise InputError(f"{where}: {name!r} is categorical; an interval needs a numeric "
+            raise InputError(f"{where}: {name!r} is categorical; an {forms[0]} needs a numeric "
                              "feature")
         if not (isinstance(bounds, list) and len(bounds) == 2
                 and all(b is None or _is_number(b) for b in bounds)):
-            raise InputError(f"{where}: 'interval' must be [low, high] with numbers or null")
-        mask = interval_mask(feature, bounds[0], bounds[1], where, forest.input_dtype)
+            raise InputError(f"{where}: '{forms[0]}' must be [low, high] with numbers or null")
+        if forms[0] == "interval":
+            mask = interval_mask(feature, bounds[0], bounds[1], where, forest.input_dtype)
+        else:
+            mask = range_mask(feature, bounds[0], bounds[1], where, forest.input_dtype)
     else:
         states = obj["states"]
         if not isinstance(states, list) or not states:
@@ -201,7 +231,7 @@ def parse_literal(forest: Forest, obj: Any, where: str) -> Literal:
             else:
                 raise InputError(f"{where}: {json.dumps(s)} is neither a state name nor a state "
                                  f"index of {name!r} (states: {', '.join(feature.states)})")
-    if mask == feature.full:
+    if mask == feature.full and "range" not in obj:  # a range may hold them all (dropped)
         raise InputError(f"{where}: the literal holds every state of {name!r}; a literal must "
                          "exclude some state")
     return f, mask
@@ -218,6 +248,7 @@ def parse_items(forest: Forest, value: Any, place: str, path: str) -> tuple[Term
             raise InputError(f"{place}, field '{path}[{i}]': expected a list of literals")
         literals = [parse_literal(forest, lit, f"{place}, field '{path}[{i}][{k}]'")
                     for k, lit in enumerate(item)]
+        literals = [(f, m) for f, m in literals if m != forest.features[f].full]
         try:
             items.append(make(literals))
         except ValueError:

@@ -10,10 +10,12 @@ malformed-input policy (exit 2 naming line and field) are checked through the CL
 from __future__ import annotations
 
 import copy
+import math
 import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import rfcircuits.crosscheck.verify as verify_module
@@ -309,6 +311,62 @@ def test_interval_maps_to_exactly_the_covered_states():
     assert verify_module.interval_mask(x1, 0.5 * (1 + 1e-12), 4.0, "w") == 0b0110  # printing
     with pytest.raises(Exception, match="cuts one of its states"):
         verify_module.interval_mask(x1, 1.0, 4.0, "w")
+
+
+def test_range_maps_to_the_states_some_value_in_it_falls_in():
+    """Checked against the states of a dense grid of values: the states of the values v with
+    low < v <= high, as the forest reads them."""
+    for dtype in ("float64", "float32"):
+        x1 = forest_from_json({**NUMERIC_FOREST, "input_dtype": dtype}).features[0]
+        ts = x1.thresholds
+        # bounds at and around the thresholds; values at the bounds and at the next double
+        # above each (which float32 may read as the bound itself)
+        coarse = sorted({*ts, *(t + d for t in ts for d in (-1e-7, 1e-7)), -9.0, 0.0, 1.0, 3.0,
+                         9.0, *(float(v) for v in np.nextafter(np.float32(ts), np.float32(9)))})
+        points = sorted({*coarse, *(math.nextafter(b, math.inf) for b in coarse)})
+        bounds = [None, *coarse]
+        for low in bounds:
+            for high in bounds:
+                values = [v for v in points if (low is None or v > low)
+                          and (high is None or v <= high)]
+                if not values or low is not None and high is not None and low >= high:
+                    continue
+                states = {x1.state_of_value(v, dtype) for v in values}
+                mask = verify_module.range_mask(x1, low, high, "w", dtype)
+                # every state a grid value reaches is in, and nothing outside [min, max] is
+                assert all(mask >> s & 1 for s in states), (dtype, low, high)
+                assert mask >> min(states) << min(states) == mask and mask < 2 << max(states), \
+                    (dtype, low, high)
+    with pytest.raises(Exception, match="holds no value"):
+        verify_module.range_mask(x1, 2.0, 1.0, "w")
+
+
+def test_range_literals_grade_like_the_states_they_meet():
+    f = forest_from_json(NUMERIC_FOREST)
+    x = (1, 0, 0)
+    line = {"instance": instance_to_json(f, x), "decision": f.classes[f.decision(x)]}
+    ex = Explainer(f, "first").explain_states(x, ("sr",))
+    ts = f.features[0].thresholds
+    for sr in ex.sufficient_reasons:
+        ranged = []
+        for g, m in sr:
+            feature = f.features[g]
+            if feature.thresholds is None:
+                ranged.append({"feature": feature.name, "states": [x[g]]})
+            else:  # a range strictly inside the instance's state, not at its thresholds
+                low = feature.thresholds[x[g] - 1] if x[g] else -1e9
+                high = feature.thresholds[x[g]] if x[g] < len(feature.thresholds) else 1e9
+                ranged.append({"feature": feature.name,
+                               "range": [low + (high - low) / 3, high - (high - low) / 3]})
+        report = verify(f, [x], [(1, {**line, "sufficient_reasons": [ranged]})], "first",
+                        oracle_only=["sr"])
+        assert report.ok, report.text()
+    assert ts  # the forest has a numeric feature to range over
+    full = {"feature": f.features[0].name, "range": [None, 1e9]}
+    report = verify(f, [x], [(1, {**line, "sufficient_reasons": [[full]]})], "first",
+                    oracle_only=["sr"])
+    item = report.lines[0].fields[-1].items[0]
+    assert item.item == ()  # a range meeting every state constrains nothing
 
 
 def test_float32_forests_accept_bounds_no_float32_separates_from_a_threshold():

@@ -1,0 +1,203 @@
+"""The adapter interface: how another explainer is plugged into ``verify-peer``, ``fuzz
+--adapter`` and the pytest plugin.
+
+An adapter runs one explainer (the *peer*) on a :class:`Task` — a random forest, given both
+as our :class:`~rfcircuits.forest.Forest` and as the fitted scikit-learn model it was imported
+from, with the rows to explain — and yields one :class:`Answer` per row: an explanation record
+(the JSON object ``verify`` reads, docs/formats.md#verify-input: SPEC field names, literals
+with ``states``, ``interval`` or ``range``) or the peer's failure (``error``, ``timeout``).
+
+It also *declares what the peer promises* for each field it answers (:class:`Promise`): the
+grader (:mod:`rfcircuits.crosscheck.promises`) holds the peer to those promises only, and
+reports every other property our definitions have as a difference of definition, never as
+wrong:
+
+- ``guarantee``: ``formal`` (every item is claimed to be correct: a failure is a broken
+  promise) or ``heuristic`` (items are claims the tool does not prove, as Anchors' rules:
+  the report counts how many hold formally);
+- ``minimal``: ``none``, ``conditions`` (no threshold condition of a term can be dropped: the
+  subset-minimality of PyXAI and of most SAT-based explainers), ``features`` (no item on a
+  proper subset of its features: our SR / NR / CE minimality) or ``prime`` (our GSR / GNR
+  primality);
+- ``answers``: ``one`` (some items) or ``all`` (the complete set, so completeness is graded).
+
+``ties`` says how the peer decides a vote tie: ``first`` (the lowest class index among the
+tied ones wins, scikit-learn's ``argmax``), ``all`` (every tied class is a decision) or
+``strict`` (the peer's reasons make the predicted class beat every other strictly, while it
+predicts as ``first``: PyXAI on more than two classes).
+
+An adapter is a class with the attributes and methods of :class:`Adapter` (a Protocol:
+nothing to inherit); ``ADAPTERS`` names the built-in ones and :func:`load_adapter` also takes
+``module:Class`` for one of the user's.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance
+
+GUARANTEES = ("formal", "heuristic")
+MINIMALITIES = ("none", "conditions", "features", "prime")
+ANSWERS = ("one", "all")
+PEER_TIES = ("first", "all", "strict")
+#: The fields an adapter may answer: the set-valued explanation fields and robustness.
+PEER_FIELDS = ("sufficient_reasons", "necessary_reasons", "general_sufficient_reasons",
+               "general_necessary_reasons", "contrastive", "shortest_flips", "robustness")
+#: What an answer's ``status`` may be: ``ok`` (a record), ``none`` (the peer said it has no
+#: answer), ``error`` (the peer failed: a crash, an exception, output we cannot read) and
+#: ``timeout`` (it overran the task's time limit).
+ANSWER_STATUSES = ("ok", "none", "error", "timeout")
+
+
+@dataclass(frozen=True)
+class Promise:
+    """What a peer guarantees about one field (module docstring)."""
+
+    guarantee: str = "formal"
+    minimal: str = "none"
+    answers: str = "one"
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("guarantee", GUARANTEES), ("minimal", MINIMALITIES),
+                              ("answers", ANSWERS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"Promise.{name} must be one of {', '.join(allowed)}, "
+                                 f"not {getattr(self, name)!r}")
+
+
+@dataclass
+class Task:
+    """What a peer is asked to explain: ``forest`` (our model of ``model``, the fitted
+    scikit-learn ``RandomForestClassifier``; its classes are ``forest.classes`` in the order of
+    ``model.classes_``), the training data ``X_train``/``y_train`` (raw values and class
+    indices; Anchors samples from them), the ``rows`` to explain (raw values) with their states
+    ``instances``, a ``seed`` for peers that draw at random and ``timeout``, the seconds the
+    peer may take per row."""
+
+    forest: Forest
+    model: Any
+    X_train: np.ndarray
+    y_train: np.ndarray
+    rows: np.ndarray
+    instances: list[Instance]
+    seed: int = 0
+    timeout: float = 60.0
+    feature_names: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.feature_names:
+            self.feature_names = [f.name for f in self.forest.features]
+
+
+@dataclass
+class Answer:
+    """The peer's answer for row ``index`` of the task: ``record`` is an explanation record
+    when ``status`` is ``ok``; ``seconds`` is the peer's own time for the row; ``error`` says
+    what failed."""
+
+    index: int
+    status: str
+    record: dict[str, Any] | None = None
+    seconds: float = 0.0
+    error: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in ANSWER_STATUSES:
+            raise ValueError(f"Answer.status must be one of {', '.join(ANSWER_STATUSES)}, "
+                             f"not {self.status!r}")
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """One explainer under test (module docstring)."""
+
+    #: The name reports and repro files give the peer.
+    name: str
+    #: How the peer decides a vote tie (:data:`PEER_TIES`).
+    ties: str
+    #: Per field it answers (:data:`PEER_FIELDS`), what it promises.
+    promises: Mapping[str, Promise]
+
+    def version(self) -> str:
+        """The peer's version, for reports (raise :class:`PeerUnavailable` when it is not
+        installed)."""
+        ...
+
+    def explain(self, task: Task) -> Iterator[Answer]:
+        """One answer per row of ``task``, in any order, each as soon as it is known."""
+        ...
+
+
+class PeerUnavailable(InputError):
+    """The peer is not installed or not configured (exit 2, with how to install it)."""
+
+
+#: Built-in adapters: name → ``module:Class`` and the options it is built with (imported only
+#: when asked for). PyXAI's reason kinds promise different things, so each is one adapter.
+ADAPTERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "pyxai": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+              {"kind": "sufficient_reason"}),
+    "pyxai-minimal": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+                      {"kind": "minimal_sufficient_reason"}),
+    "pyxai-majoritary": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+                         {"kind": "majoritary_reason"}),
+    "pyxai-minimal-majoritary": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+                                 {"kind": "minimal_majoritary_reason"}),
+    "pyxai-contrastive": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+                          {"kind": "minimal_contrastive_reason"}),
+    "anchors": ("rfcircuits.crosscheck.adapters.anchors:AnchorsAdapter", {}),
+    "rfxpl": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {}),
+}
+
+
+def check_adapter(adapter: Any) -> Any:
+    """``adapter`` itself, after checking it declares what :class:`Adapter` asks for (a
+    TypeError naming what is wrong otherwise)."""
+    name = getattr(adapter, "name", type(adapter).__name__)
+    if not isinstance(adapter, Adapter):
+        lacks = [a for a in ("name", "ties", "promises", "version", "explain")
+                 if not hasattr(adapter, a)]
+        raise TypeError(f"adapter {name!r} lacks {', '.join(lacks)} (see "
+                        "rfcircuits.crosscheck.adapters.base.Adapter)")
+    if adapter.ties not in PEER_TIES:
+        raise TypeError(f"adapter {name!r}: ties must be one of {', '.join(PEER_TIES)}, "
+                        f"not {adapter.ties!r}")
+    if not adapter.promises:
+        raise TypeError(f"adapter {name!r} promises nothing: declare a Promise per field")
+    for key, promise in adapter.promises.items():
+        if key not in PEER_FIELDS:
+            raise TypeError(f"adapter {name!r}: {key!r} is not a field an adapter may answer "
+                            f"({', '.join(PEER_FIELDS)})")
+        if not isinstance(promise, Promise):
+            raise TypeError(f"adapter {name!r}: the promise of {key!r} is not a Promise")
+    return adapter
+
+
+def load_adapter(spec: str, **options: Any) -> Any:
+    """The adapter named ``spec`` (:data:`ADAPTERS`) or ``module:Class`` (a class of the
+    user's, importable from the current environment), constructed with ``options``; InputError
+    naming what cannot be loaded."""
+    target, defaults = ADAPTERS.get(spec, (spec, {}))
+    options = {**defaults, **options}
+    if ":" not in target:
+        raise InputError(f"--adapter: unknown adapter {spec!r} (built in: "
+                         f"{', '.join(ADAPTERS)}; or give module:Class)")
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(f"--adapter {spec}: cannot import {module_name!r}: {exc}") from None
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise InputError(f"--adapter {spec}: module {module_name!r} has no {class_name!r}")
+    try:
+        return check_adapter(cls(**options))
+    except TypeError as exc:
+        raise InputError(f"--adapter {spec}: {exc}") from None

@@ -1,0 +1,559 @@
+"""Verdicts against a peer's own promises: what ``verify-peer``, ``fuzz --adapter`` and the
+pytest plugin report about another explainer.
+
+A peer's answers (:class:`~rfcircuits.crosscheck.adapters.base.Answer`) are graded item by
+item by ``verify`` (:class:`~rfcircuits.crosscheck.verify.Verifier`: the SAT oracle, and the
+native engine for fields the peer promises to answer completely), and every verdict is then
+sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.Promise`):
+
+- **broken promises**: a guarantee of the peer fails — validity (``sufficient``, ``valid``,
+  ``necessary``, ``reaches``) for a ``formal`` guarantee, and the minimality it declares
+  (``conditions``: no threshold condition can be dropped; ``features``; ``prime``), a wrong
+  ``decision``, ``votes`` or ``robustness``. Each comes with its evidence — a world where the
+  item holds and the decision differs, or the smaller item that still does — and is
+  *confirmed* independently of the SAT oracle by evaluating the trees on every world of the
+  evidence (:func:`confirm`; up to :data:`CONFIRM_WORLDS` worlds);
+- **differences of definition**: verdicts of our definitions the peer never promised, counted
+  per kind (:data:`DIFFERENCES`), each item once per kind, never called wrong;
+- **claims that fail**: validity of a ``heuristic`` peer's items (Anchors' rules), counted: how
+  many of its claims are formally true is the figure, not a bug;
+- **completeness**, only for fields the peer promises to answer completely: items of our
+  answer it lacks;
+- **peer failures**: its crashes, errors, timeouts and unreadable output, listed and counted;
+- **disputes**: our engine and the SAT oracle disagree about an item (a bug of ours).
+
+A peer that decides ties ``strict`` (its reasons make its class beat every other strictly,
+its prediction breaks ties to the first class) is graded under ``first``, where its validity
+means what it promises (strictly beating implies winning); a minimality it promises that
+fails under ``first`` but holds under ``strict`` is a difference of definition (``ties``).
+
+:attr:`PeerReport.ok` (exit 0) holds when no promise is broken, nothing promised complete is
+missing and we dispute nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance, instance_to_json
+from rfcircuits.terms import Term, term_json, term_text
+from rfcircuits.crosscheck.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.verify import (HEADER_FIELDS, TERM_FIELDS, ItemResult, Verifier,
+                                          WHAT_OF, parse_claim)
+
+#: The verdict that is each field's validity.
+VALIDITY = {"sufficient_reasons": "sufficient", "general_sufficient_reasons": "valid",
+            "necessary_reasons": "necessary", "general_necessary_reasons": "valid",
+            "contrastive": "reaches", "shortest_flips": "valid"}
+#: Per field and declared minimality, the verdicts it promises (``conditions`` is this
+#: module's own verdict on terms, :func:`condition_minimal`; on clauses it is read as
+#: ``features``).
+MINIMAL_VERDICTS = {
+    "none": {},
+    "conditions": {"sufficient_reasons": "conditions", "general_sufficient_reasons": "conditions",
+                   "necessary_reasons": "minimal", "general_necessary_reasons": "variable_minimal",
+                   "contrastive": "minimal", "shortest_flips": "shortest"},
+    "features": {"sufficient_reasons": "minimal", "general_sufficient_reasons": "variable_minimal",
+                 "necessary_reasons": "minimal", "general_necessary_reasons": "variable_minimal",
+                 "contrastive": "minimal", "shortest_flips": "shortest"},
+    "prime": {"general_sufficient_reasons": "prime", "general_necessary_reasons": "prime",
+              "sufficient_reasons": "minimal", "necessary_reasons": "minimal",
+              "contrastive": "minimal", "shortest_flips": "shortest"},
+}
+#: Differences of definition, by the verdict that fails and is not promised.
+DIFFERENCES = {
+    "conditions": "a threshold condition can be dropped",
+    "relax": "not prime: a threshold can be relaxed",
+    "non-interval": "not prime: only a widening that is no interval",
+    "prime": "not prime",
+    "minimal": "not minimal over features",
+    "variable_minimal": "not minimal over features",
+    "shortest": "not a shortest flip",
+    "ties": "minimal only under strict-majority ties",
+}
+#: Most worlds :func:`confirm` enumerates to confirm a broken promise.
+CONFIRM_WORLDS = 1 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# Minimality over threshold conditions, and confirmation by enumeration.
+
+
+def one_sided_widenings(forest: Forest, term: Term) -> Iterable[tuple[Term, str]]:
+    """The terms with one threshold condition of ``term`` dropped, with a description: a
+    literal holding the run of states ``a..b`` of a numeric feature is ``x > t_a`` and
+    ``x <= t_{b+1}``, and dropping one opens that side; a categorical literal (or a numeric
+    one that is no run) is one condition, dropped whole."""
+    for k, (f, mask) in enumerate(term):
+        feature = forest.features[f]
+        rest = term[:k] + term[k + 1:]
+        low, high = (mask & -mask).bit_length() - 1, mask.bit_length() - 1
+        run = mask == ((1 << (high + 1)) - 1) & ~((1 << low) - 1)
+        if feature.thresholds is None or not run:
+            yield rest, f"{feature.name}'s condition"
+            continue
+        for wide, side in (((1 << (high + 1)) - 1, "lower"),
+                           (feature.full & ~((1 << low) - 1), "upper")):
+            if wide == mask:
+                continue
+            yield (rest if wide == feature.full else
+                   rest[:k] + ((f, wide),) + rest[k:]), f"{feature.name}'s {side} bound"
+
+
+def _drops(term: Term) -> Iterable[tuple[Term, int]]:
+    """The term without each of its literals in turn (and the dropped feature)."""
+    for k, (f, _) in enumerate(term):
+        yield term[:k] + term[k + 1:], f
+
+
+def condition_minimal(sat: SatOracle, forest: Forest, x: Instance,
+                      term: Term) -> tuple[bool, Term | None, str]:
+    """Whether no threshold condition of a term that implies Δ can be dropped (PyXAI's and
+    most SAT explainers' subset-minimality); otherwise the smaller term that still implies Δ
+    and which condition went."""
+    for smaller, what in one_sided_widenings(forest, term):
+        if sat.check_sr(x, smaller)["sufficient"]:
+            return False, smaller, what
+    return True, None, ""
+
+
+def _worlds(forest: Forest, term: Term, base: Instance | None = None) -> Iterable[Instance]:
+    """Every world satisfying ``term`` (features it omits range over all their states, or stay
+    at ``base``'s state when ``base`` is given)."""
+    masks = {f: m for f, m in term}
+    choices = [[s for s in range(ft.n_states) if masks[f] >> s & 1] if f in masks
+               else [base[f]] if base is not None else list(range(ft.n_states))
+               for f, ft in enumerate(forest.features)]
+    return product(*choices)
+
+
+def _count(forest: Forest, term: Term, base: Instance | None = None) -> int:
+    masks = {f: m for f, m in term}
+    return math.prod(masks[f].bit_count() if f in masks else 1 if base is not None
+                     else ft.n_states for f, ft in enumerate(forest.features))
+
+
+def _wins(forest: Forest, ties: str, w: Instance, c: int) -> bool:
+    votes = forest.votes(w)
+    if ties == "strict":
+        return all(votes[c] > v for j, v in enumerate(votes) if j != c)
+    if ties == "all":
+        return votes[c] == max(votes)
+    return forest.decision(w) == c
+
+
+def confirm(forest: Forest, ties: str, x: Instance, kind: str, term: Term,
+            decided: int) -> bool | None:
+    """Confirm by evaluating the trees alone (no SAT) that ``term`` implies the class
+    ``decided`` (``kind`` ``implies``) or that it does not (``escapes``): True when the worlds
+    bear it out, False when they contradict it, None when there are more than
+    :data:`CONFIRM_WORLDS` of them."""
+    if _count(forest, term) > CONFIRM_WORLDS:
+        return None
+    holds = all(_wins(forest, ties, w, decided) for w in _worlds(forest, term))
+    return holds if kind == "implies" else not holds
+
+
+# ---------------------------------------------------------------------------------------------
+# The report.
+
+
+@dataclass
+class Finding:
+    """One item of a peer's answer whose verdicts we report: a broken promise, a failing
+    heuristic claim, a missing item, a dispute. ``evidence`` is a world (the item holds, the
+    decision differs) or a smaller item that is still valid; ``confirmed`` says whether
+    enumerating worlds bore it out (None: too many to enumerate)."""
+
+    kind: str
+    row: int
+    instance: Instance
+    field: str
+    item: Any
+    promise: str
+    target: int | None = None
+    evidence_world: Instance | None = None
+    evidence_item: Term | None = None
+    confirmed: bool | None = None
+    note: str = ""
+
+    def to_json(self, forest: Forest) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "row": self.row,
+                               "instance": instance_to_json(forest, self.instance),
+                               "field": self.field, "promise": self.promise,
+                               "item": term_json(forest, self.item)
+                               if isinstance(self.item, tuple) else self.item}
+        if self.target is not None:
+            out["target"] = forest.classes[self.target]
+        if self.evidence_world is not None:
+            out["evidence"] = {"world": instance_to_json(forest, self.evidence_world),
+                               "votes": dict(zip(forest.classes,
+                                                 forest.votes(self.evidence_world)))}
+        if self.evidence_item is not None:
+            out["evidence"] = {"smaller_item": term_json(forest, self.evidence_item)}
+        out["confirmed"] = self.confirmed
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    def text(self, forest: Forest) -> str:
+        item = term_text(forest, self.item, " ∧ " if self.field in TERM_FIELDS else " ∨ ") \
+            if isinstance(self.item, tuple) else json.dumps(self.item)
+        target = f" (target {forest.classes[self.target]})" if self.target is not None else ""
+        lines = [f"  row {self.row}: {self.field}{target} {item} — {self.promise} fails"
+                 + (f" ({self.note})" if self.note else "")]
+        if self.evidence_world is not None:
+            world = ", ".join(f"{k}: {v}" for k, v in
+                              instance_to_json(forest, self.evidence_world).items())
+            votes = ", ".join(f"{c} {v}" for c, v in
+                              zip(forest.classes, forest.votes(self.evidence_world)))
+            lines.append(f"    world {{{world}}} → votes {votes}")
+        if self.evidence_item is not None:
+            lines.append("    still valid with less: "
+                         + term_text(forest, self.evidence_item, " ∧ "))
+        if self.kind == "broken":
+            lines.append("    confirmed by evaluating the trees on every world" if self.confirmed
+                         else "    not confirmed: " + ("too many worlds to enumerate"
+                                                        if self.confirmed is None else
+                                                        "the worlds contradict the oracle"))
+        return "\n".join(lines)
+
+
+@dataclass
+class FieldTally:
+    """Counts for one field of a peer's answers."""
+
+    promise: Promise
+    items: int = 0
+    holds: int = 0
+    broken: int = 0
+    claims_failing: int = 0
+    unknown: int = 0
+    missing: int = 0
+    differences: Counter[str] = field(default_factory=Counter)
+    completeness: str = "not promised"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"promise": {"guarantee": self.promise.guarantee,
+                            "minimal": self.promise.minimal, "answers": self.promise.answers},
+                "items": self.items, "holds": self.holds, "broken": self.broken,
+                "claims_failing": self.claims_failing, "unknown": self.unknown,
+                "missing": self.missing, "differences": dict(self.differences),
+                "completeness": self.completeness}
+
+
+@dataclass
+class PeerReport:
+    """What grading a peer found (module docstring)."""
+
+    forest: Forest
+    peer: str
+    version: str
+    ties: str
+    promises: Mapping[str, Promise]
+    rows: int = 0
+    answers: Counter[str] = field(default_factory=Counter)
+    fields: dict[str, FieldTally] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    peer_seconds: list[float] = field(default_factory=list)
+    our_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def broken(self) -> list[Finding]:
+        return [f for f in self.findings if f.kind == "broken"]
+
+    @property
+    def ok(self) -> bool:
+        """No broken promise, nothing promised complete missing, no dispute (exit 0)."""
+        return not any(f.kind in ("broken", "missing", "disputed") for f in self.findings)
+
+    def tally(self, name: str) -> FieldTally:
+        if name not in self.fields:
+            self.fields[name] = FieldTally(self.promises.get(name, Promise()))
+        return self.fields[name]
+
+    def result(self) -> str:
+        kinds = Counter(f.kind for f in self.findings)
+        parts = [f"{kinds[k]} {label}" for k, label in
+                 (("broken", "broken promises"), ("missing", "items missing"),
+                  ("disputed", "disputes (our bug)")) if kinds[k]]
+        failures = sum(self.answers[s] for s in ("error", "timeout"))
+        text = "; ".join(parts) if parts else "every promise kept"
+        if failures:
+            text += f"; the peer failed on {failures} of {self.rows} rows"
+        unchecked = [n for n, t in self.fields.items() if t.completeness == "not promised"]
+        if unchecked and not parts:
+            text += f" (completeness not promised, not checked: {', '.join(unchecked)})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"peer": self.peer, "version": self.version, "ties": self.ties,
+                "rows": self.rows, "answers": dict(self.answers), "ok": self.ok,
+                "result": self.result(),
+                "fields": {n: t.to_json() for n, t in self.fields.items()},
+                "findings": [f.to_json(self.forest) for f in self.findings],
+                "failures": self.failures,
+                "seconds": {"peer_median": _median(self.peer_seconds),
+                            "ours_median": _median(self.our_seconds),
+                            "peer_total": round(sum(self.peer_seconds), 3),
+                            "ours_total": round(sum(self.our_seconds), 3)}}
+
+    def text(self) -> str:
+        out = [f"{self.peer} {self.version}: {self.rows} rows; answers "
+               + ", ".join(f"{k} {v}" for k, v in sorted(self.answers.items()))
+               + f"; ties {self.ties}"]
+        for name, t in self.fields.items():
+            p = t.promise
+            out.append(f"{name} (promises: {p.guarantee}, minimal over {p.minimal}, "
+                       f"{p.answers} answer{'s' if p.answers == 'all' else ''}): "
+                       f"{t.items} items, {t.holds} keep every promise"
+                       + (f", {t.broken} break one" if t.broken else "")
+                       + (f", {t.claims_failing} claims not formally true"
+                          if t.claims_failing else "")
+                       + (f", {t.unknown} unknown" if t.unknown else ""))
+            if t.differences:
+                out.append("  differences of definition (not errors): " + "; ".join(
+                    f"{k} {v}" for k, v in sorted(t.differences.items())))
+            out.append(f"  completeness: {t.completeness}"
+                       + (f", {t.missing} missing" if t.missing else ""))
+        for kind, title in (("broken", "broken promises"), ("missing", "missing items"),
+                            ("disputed", "disputes between our engine and the oracle")):
+            chosen = [f for f in self.findings if f.kind == kind]
+            if chosen:
+                out.append(f"{title}:")
+                out.extend(f.text(self.forest) for f in chosen)
+        for failure in self.failures:
+            out.append(f"peer {failure['status']} on row {failure['row']}: {failure['error']}")
+        out.append(f"time per row (median): peer {_median(self.peer_seconds)} s, "
+                   f"grading {_median(self.our_seconds)} s")
+        out.append(f"result: {self.result()}")
+        return "\n".join(out)
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading.
+
+
+class PromiseGrader:
+    """Grades a peer's answers for one forest (the oracle and the native engine are built
+    once): :meth:`grade` per answer, or :func:`grade_answers` for a whole run."""
+
+    def __init__(self, forest: Forest, peer: str, version: str, ties: str,
+                 promises: Mapping[str, Promise], max_nodes: int | None = None) -> None:
+        self.forest = forest
+        self.ties = ties
+        self.verify_ties = "all" if ties == "all" else "first"
+        self.promises = dict(promises)
+        oracle_only = [n for n, p in promises.items() if p.answers == "one" and n in WHAT_OF]
+        self.verifier = Verifier(forest, self.verify_ties, oracle_only=oracle_only,
+                                 max_nodes=max_nodes)
+        self._strict: SatOracle | None = None
+        self.report = PeerReport(forest, peer, version, ties, self.promises)
+        for name in promises:
+            self.report.tally(name)
+
+    def close(self) -> None:
+        self.verifier.close()
+        if self._strict is not None:
+            self._strict.close()
+
+    def __enter__(self) -> PromiseGrader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def strict(self) -> SatOracle:
+        if self._strict is None:
+            self._strict = SatOracle(self.forest, "strict")
+        return self._strict
+
+    def grade(self, answer: Answer, x: Instance) -> None:
+        """Grade one answer for the row whose instance (our states of it) is ``x``."""
+        report = self.report
+        report.rows += 1
+        report.answers[answer.status] += 1
+        report.peer_seconds.append(answer.seconds)
+        row = answer.index + 1
+        if answer.status in ("error", "timeout"):
+            report.failures.append({"row": row, "status": answer.status, "error": answer.error})
+            return
+        if answer.status != "ok" or answer.record is None:
+            return
+        start = time.perf_counter()
+        record = {k: v for k, v in answer.record.items()
+                  if k in self.promises or k in HEADER_FIELDS or k == "instance"}
+        try:
+            claim = parse_claim(self.forest, record, row, f"{report.peer}'s answer",
+                                self.verify_ties, x)
+        except InputError as exc:
+            report.answers["unreadable"] += 1
+            report.failures.append({"row": row, "status": "unreadable", "error": str(exc)})
+            return
+        line = self.verifier.grade(claim, [row])
+        for fr in line.fields:
+            if fr.items is None:
+                if fr.status != "ok" and fr.field != "contrastive":
+                    report.findings.append(Finding(
+                        "disputed" if fr.status == "disputed" else "broken", row,
+                        claim.instance, fr.field, _scalar(self.forest, fr.field, fr.value),
+                        "the correct value", note=fr.note or
+                        f"the forest's is {_scalar(self.forest, fr.field, fr.truth)}"))
+                elif fr.status != "ok":
+                    report.findings.append(Finding("broken", row, claim.instance, fr.field,
+                                                   None, "targets a class it is not in",
+                                                   target=fr.target, note=fr.note))
+                continue
+            tally = report.tally(fr.field)
+            tally.completeness = fr.completeness if tally.promise.answers == "all" \
+                else "not promised"
+            for item in fr.items:
+                self._item(tally, fr.field, claim.instance, item, fr.target, row)
+        report.our_seconds.append(time.perf_counter() - start)
+
+    def _item(self, tally: FieldTally, name: str, x: Instance, item: ItemResult,
+              target: int | None, row: int) -> None:
+        report = self.report
+        promise = tally.promise
+        if item.status == "disputed":
+            report.findings.append(Finding("disputed", row, x, name, item.item, "agreement",
+                                           target, note=item.note))
+            return
+        if not item.listed:
+            if promise.answers == "all":
+                tally.missing += 1
+                report.findings.append(Finding("missing", row, x, name, item.item,
+                                               "completeness", target, note=item.note))
+            return
+        tally.items += 1
+        verdict = dict(item.verdict)
+        smaller: Term | None = None
+        if name in TERM_FIELDS and verdict.get(VALIDITY[name]):
+            verdict["conditions"], smaller, what = condition_minimal(
+                self.verifier.sat, self.forest, x, item.item)
+        validity = VALIDITY[name]
+        minimal = MINIMAL_VERDICTS[promise.minimal].get(name)
+        if verdict[validity] is False:
+            if promise.guarantee == "heuristic":
+                tally.claims_failing += 1
+            else:
+                self._broken(tally, name, x, item.item, validity, target, row, item.evidence)
+            return
+        failed = {k for k, v in verdict.items() if v is False}
+        if minimal in failed and self.ties == "strict" and name in TERM_FIELDS \
+                and condition_minimal(self.strict, self.forest, x, item.item)[0]:
+            failed.discard(minimal)
+            tally.differences[DIFFERENCES["ties"]] += 1
+        if minimal in failed and promise.guarantee == "formal":
+            if minimal == "minimal" and name == "sufficient_reasons":
+                smaller = next((t for t, _ in _drops(item.item)
+                                if self.verifier.sat.check_sr(x, t)["sufficient"]), None)
+            elif minimal != "conditions":
+                smaller = None
+            world = item.evidence if name not in TERM_FIELDS else None
+            self._broken(tally, name, x, item.item, minimal, target, row, world, smaller)
+            return
+        if verdict[validity] is None or minimal is not None and verdict.get(minimal) is None:
+            tally.unknown += 1
+        else:
+            tally.holds += 1
+        for kind in sorted(failed):
+            if kind == "prime" and "conditions" in failed:
+                continue  # counted once, as a condition that can be dropped
+            if kind == "prime" and name == "general_sufficient_reasons":
+                kind = self._why_not_prime(x, item.item)
+            tally.differences[DIFFERENCES.get(kind, kind)] += 1
+
+    def _why_not_prime(self, x: Instance, term: Term) -> str:
+        """``relax`` when widening a literal by a state adjacent to its run still implies Δ,
+        else ``non-interval`` (a whole condition that can be dropped is counted as such)."""
+        sat = self.verifier.sat
+        for k, (f, mask) in enumerate(term):
+            n = self.forest.features[f].n_states
+            for s in ((mask & -mask).bit_length() - 2, mask.bit_length()):
+                if 0 <= s < n and (mask | 1 << s) != self.forest.features[f].full \
+                        and sat.check_sr(x, term[:k] + ((f, mask | 1 << s),) + term[k + 1:]
+                                         )["sufficient"]:
+                    return "relax"
+        return "non-interval"
+
+    def _broken(self, tally: FieldTally, name: str, x: Instance, term: Term, promise: str,
+                target: int | None, row: int, world: Instance | None,
+                smaller: Term | None = None) -> None:
+        tally.broken += 1
+        finding = Finding("broken", row, x, name, term, promise, target, world, smaller)
+        decided = self.forest.decision(x)
+        if world is not None and name in TERM_FIELDS:
+            finding.confirmed = term_holds(term, world) and not _wins(
+                self.forest, self.verify_ties, world, decided)
+        elif world is not None:  # a clause freeing fewer of its features is enough
+            changed = {f for f in range(len(x)) if world[f] != x[f]}
+            finding.confirmed = changed < {f for f, _ in term} and (
+                not _wins(self.forest, self.verify_ties, world, decided) if target is None
+                else _wins(self.forest, self.verify_ties, world, target))
+        elif smaller is not None:
+            finding.confirmed = confirm(self.forest, self.verify_ties, x, "implies", smaller,
+                                        decided)
+        elif name in TERM_FIELDS and promise == VALIDITY[name]:
+            finding.confirmed = confirm(self.forest, self.verify_ties, x, "escapes", term,
+                                        decided)
+        elif promise == VALIDITY[name] and name in ("necessary_reasons", "contrastive"):
+            finding.confirmed = self._confirm_stuck(x, term, target)
+        self.report.findings.append(finding)
+
+
+    def _confirm_stuck(self, x: Instance, clause: Term, target: int | None) -> bool | None:
+        """That no world changing only the clause's features leaves x's class (``target``
+        None) or reaches ``target``: True when enumeration bears it out."""
+        free = tuple((f, self.forest.features[f].full) for f, _ in clause)
+        if _count(self.forest, free, x) > CONFIRM_WORLDS:
+            return None
+        decided = self.forest.decision(x)
+        for w in _worlds(self.forest, free, x):
+            if (target is None and not _wins(self.forest, self.verify_ties, w, decided)
+                    or target is not None and _wins(self.forest, self.verify_ties, w, target)):
+                return False
+        return True
+
+
+def term_holds(term: Term, world: Instance) -> bool:
+    return all(m >> world[f] & 1 for f, m in term)
+
+
+def _scalar(forest: Forest, name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name == "decision":
+        return forest.classes[value]
+    if name == "classes":
+        return [forest.classes[c] for c in value]
+    if name == "votes":
+        return dict(zip(forest.classes, value))
+    return value
+
+
+def grade_answers(forest: Forest, instances: Sequence[Instance], answers: Iterable[Answer],
+                  peer: str, version: str, ties: str, promises: Mapping[str, Promise],
+                  max_nodes: int | None = None) -> PeerReport:
+    """Grade a peer's answers (``answers[k].index`` indexes ``instances``)."""
+    with PromiseGrader(forest, peer, version, ties, promises, max_nodes) as grader:
+        for answer in answers:
+            grader.grade(answer, instances[answer.index])
+        return grader.report
+
