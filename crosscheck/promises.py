@@ -49,7 +49,7 @@ from rfcircuits.terms import Term, term_json, term_text
 from rfcircuits.crosscheck.adapters.base import Answer, Promise
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.verify import (HEADER_FIELDS, TERM_FIELDS, ItemResult, Verifier,
-                                          WHAT_OF, parse_claim)
+                                          WHAT_OF, _scalar_json, parse_claim)
 
 #: The verdict that is each field's validity.
 VALIDITY = {"sufficient_reasons": "sufficient", "general_sufficient_reasons": "valid",
@@ -412,9 +412,9 @@ class PromiseGrader:
                 if fr.status != "ok" and fr.field != "contrastive":
                     report.findings.append(Finding(
                         "disputed" if fr.status == "disputed" else "broken", row,
-                        claim.instance, fr.field, _scalar(self.forest, fr.field, fr.value),
+                        claim.instance, fr.field, _scalar_json(self.forest, fr.field, fr.value),
                         "the correct value", note=fr.note or
-                        f"the forest's is {_scalar(self.forest, fr.field, fr.truth)}"))
+                        f"the forest's is {_scalar_json(self.forest, fr.field, fr.truth)}"))
                 elif fr.status != "ok":
                     report.findings.append(Finding("broken", row, claim.instance, fr.field,
                                                    None, "targets a class it is not in",
@@ -534,18 +534,6 @@ class PromiseGrader:
 
 def term_holds(term: Term, world: Instance) -> bool:
     return all(m >> world[f] & 1 for f, m in term)
-
-
-def _scalar(forest: Forest, name: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if name == "decision":
-        return forest.classes[value]
-    if name == "classes":
-        return [forest.classes[c] for c in value]
-    if name == "votes":
-        return dict(zip(forest.classes, value))
-    return value
 
 
 def grade_answers(forest: Forest, instances: Sequence[Instance], answers: Iterable[Answer],
