@@ -205,13 +205,16 @@ def score(model: Any, forest: Forest, X: np.ndarray, labels: Sequence[str] | Non
 
 @dataclass
 class Trained:
-    """A trained forest with its test split and quality figures."""
+    """A trained forest with its test split and quality figures, and the rows it was trained
+    on (``y_train``: indices into the dataset's classes)."""
 
     model: Any
     forest: Forest
     test_instances: list[Instance]
     accuracy: float
     vote_agreement: float
+    X_train: Any = None
+    y_train: Any = None
 
 
 def train_forest(data: Dataset, trees: int, depth: int | None, seed: int) -> Trained:
@@ -231,7 +234,8 @@ def train_forest(data: Dataset, trees: int, depth: int | None, seed: int) -> Tra
     forest = forest_from_sklearn(model, data.feature_names,
                                  [data.classes[int(c)] for c in model.classes_])
     scored = score(model, forest, X_test, [data.classes[int(v)] for v in y_test])
-    return Trained(model, forest, scored.instances, scored.accuracy, scored.vote_agreement)
+    return Trained(model, forest, scored.instances, scored.accuracy, scored.vote_agreement,
+                   X_train, y_train)
 
 
 def _check_float32(data: Dataset) -> None:

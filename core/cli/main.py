@@ -132,25 +132,42 @@ def build_parser() -> argparse.ArgumentParser:
     add_no_progress(p)
     p.set_defaults(handler=cmd_verify)
 
-    p = sub.add_parser("verify-pyxai", help="run PyXAI on a scikit-learn forest and verify its "
-                                            "reasons (optional dependency: pip install pyxai)")
-    p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"),
-                   help="a dataset bundled with scikit-learn")
-    p.add_argument("--trees", type=int, default=11, help="number of trees")
-    p.add_argument("--depth", type=int, default=4, help="maximum depth of a tree")
-    p.add_argument("--instances", type=int, default=20, help="number of instances explained")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the training run and of the rows drawn")
-    p.add_argument("--pick", choices=("random", "margin"), default="random",
-                   help="which rows of the dataset to explain: drawn at random with the seed "
-                        "(default), or those closest to a vote tie of the trained forest "
-                        "(one row per instance, exact ties first)")
-    p.add_argument("--timeout", type=positive_seconds, default=60.0,
-                   help="seconds per PyXAI call (a call past it is killed and counted)")
-    p.add_argument("--no-theory", action="store_true",
-                   help="run PyXAI without its domain theory (thresholds as free Booleans)")
-    p.add_argument("--json", action="store_true", help="print the counts as one JSON object")
-    p.set_defaults(handler=cmd_verify_pyxai)
+    for name in ("verify-peer", "verify-pyxai"):
+        if name == "verify-peer":
+            p = sub.add_parser(name, help="run other explainers (adapters) on a scikit-learn "
+                                          "forest and grade their answers against what each "
+                                          "promises")
+            p.add_argument("--adapter", action="append", required=True, metavar="NAME",
+                           help="an adapter: pyxai, pyxai-minimal, pyxai-majoritary, "
+                                "pyxai-minimal-majoritary, pyxai-contrastive, anchors, rfxpl, "
+                                "command, or module:Class; repeat or give a comma list")
+            p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
+                           help="an option passed to every adapter's constructor (a JSON value "
+                                "or text), e.g. path=/src/RFxpl or theory=false")
+        else:
+            p = sub.add_parser(name, help="verify-peer with PyXAI's five reason kinds "
+                                          "(optional dependency: pip install pyxai)")
+            p.add_argument("--no-theory", action="store_true",
+                           help="run PyXAI without its domain theory (thresholds as free "
+                                "Booleans)")
+        p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"),
+                       help="a dataset bundled with scikit-learn")
+        p.add_argument("--trees", type=int, default=11, help="number of trees")
+        p.add_argument("--depth", type=int, default=4, help="maximum depth of a tree")
+        p.add_argument("--instances", type=int, default=20, help="number of rows explained")
+        p.add_argument("--seed", type=int, default=0,
+                       help="seed of the training run and of the rows drawn")
+        p.add_argument("--pick", choices=("random", "margin"), default="random",
+                       help="which rows of the dataset to explain: drawn at random with the "
+                            "seed (default), or those closest to a vote tie of the trained "
+                            "forest (one row per instance, exact ties first)")
+        p.add_argument("--timeout", type=positive_seconds, default=60.0,
+                       help="seconds the peer may take per row")
+        p.add_argument("--out", metavar="DIR",
+                       help="keep each peer's report, answers and repro files in DIR")
+        p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
+        add_no_progress(p)
+        p.set_defaults(handler=cmd_verify_peer)
 
     p = sub.add_parser("corpus", help="build or re-verify the golden corpus (fixtures/)")
     corpus = p.add_subparsers(dest="corpus_command", required=True, metavar="build|check")
@@ -340,11 +357,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def cmd_verify_pyxai(args: argparse.Namespace) -> int:
-    """PyXAI's reasons on a scikit-learn forest, graded by ``verify``."""
-    from rfcircuits.crosscheck.adapters.pyxai import run_verify_pyxai
+def cmd_verify_peer(args: argparse.Namespace) -> int:
+    """Other explainers graded against their promises (``verify-pyxai``: PyXAI's kinds)."""
+    from rfcircuits.crosscheck.peers import run_verify_peer
 
-    return run_verify_pyxai(args)
+    if args.command == "verify-pyxai":
+        args.adapter = ["pyxai,pyxai-minimal,pyxai-majoritary,pyxai-minimal-majoritary"
+                        + (",pyxai-contrastive" if args.dataset == "breast-cancer" else "")]
+        args.adapter_option = ["theory=false"] if args.no_theory else []
+    return run_verify_peer(args)
 
 
 def cmd_corpus(args: argparse.Namespace) -> int:

@@ -1,19 +1,14 @@
-"""PyXAI adapter: PyXAI's reasons on a scikit-learn forest, graded by ``verify``.
-
-``rfcircuits verify-pyxai --dataset iris|wine|breast-cancer`` trains a scikit-learn
-``RandomForestClassifier`` on a dataset bundled with scikit-learn (:func:`rfcircuits.datasets.
-train_forest`), imports it into our forest model (every threshold a tree uses cuts its
-feature's states), runs PyXAI on K rows of the whole dataset (:func:`pick_rows`: drawn with
-the seed, or with ``--pick margin`` the rows closest to a vote tie of the forest), and grades
-every reason PyXAI returns with :func:`rfcircuits.crosscheck.verify.verify` (tie policy
-``first``), by the SAT oracle alone (:data:`GRADED`): PyXAI returns one reason per call, so
-completeness is not asked.
+"""PyXAI as an adapter (:mod:`rfcircuits.crosscheck.adapters.base`): its reasons on a
+scikit-learn forest, graded against what each reason kind promises
+(:mod:`rfcircuits.crosscheck.promises`) by ``verify-peer``, ``verify-pyxai`` and ``fuzz
+--adapter``.
 
 **PyXAI is optional.** Nothing here imports it: it runs in a worker subprocess
 (``python -m rfcircuits.crosscheck.adapters.pyxai WORKDIR``), because ``import pyxai`` parses
 ``sys.argv`` and pulls in shap and matplotlib, ``minimal_sufficient_reason`` ignores its time
-limit inside C code (the worker's process group is killed when a call overruns ``--timeout``
-and a fresh worker takes the next call), and its external solvers leave files in ``./tmp`` and
+limit inside C code (the worker's process group is killed when a call overruns the task's
+timeout and a fresh worker takes the next call; a kind that overruns :data:`MAX_TIMEOUTS`
+times is skipped for the other rows), and its external solvers leave files in ``./tmp`` and
 ``/tmp`` (the worker runs in a temporary directory, where MUSER's files are redirected too,
 removed afterwards).
 
@@ -26,35 +21,24 @@ one feature are intersected into the interval ``low < value <= high`` and writte
 are graded at the instance as PyXAI reads it (:func:`pyxai_reading`), which differs from
 scikit-learn's float32 reading when a value lies within float32 rounding of a threshold.
 
-**Fields** each PyXAI reason kind is checked as (why, and what PyXAI promises):
-
-- ``sufficient_reason``, ``minimal_sufficient_reason``, ``majoritary_reason``,
-  ``minimal_majoritary_reason`` → ``general_sufficient_reasons`` with the literals as PyXAI
-  states them: a PyXAI reason is a term of threshold conditions, each containing the
-  instance's value and possibly more states (``x3 <= 2.45``) — exactly the shape of a GSR
-  literal, and GSR's ``valid`` (the term implies Δ) is PyXAI's sufficiency. PyXAI promises
-  validity for all four. Its minimality (the two sufficient kinds) is subset-minimality of
-  the instance's conditions, which is not our ``prime`` (no literal can be widened by any one
-  state): a subset-minimal reason may keep a tighter threshold than needed, or miss a
-  widening that is no interval. ``check_gsr``'s ``variable_minimal`` (no implicant of GR on
-  fewer features; independent of ``prime``, so a failure of ``prime`` is counted once) is
-  minimality over features, as is the projection's ``minimal`` below. Majoritary reasons are
-  implicants, not necessarily prime ones. The same reasons projected onto their features
-  (``x[X]`` on every feature they mention) are also checked as ``sufficient_reasons``:
-  sufficiency follows from validity; ``minimal`` is SR minimality over features, which
-  PyXAI does not promise.
-- ``minimal_contrastive_reason`` (PyXAI: two classes only) → ``contrastive`` for the other
-  class, projected onto its features (our CEs are sets of features whose change can reach
-  the target): PyXAI promises ``reaches`` and minimum size over conditions.
-
-The exit code is 1 when a verdict PyXAI promises fails (validity of a sufficient-type reason,
-``reaches`` of a contrastive one) or PyXAI's prediction differs from our hard-majority
-decision, else 0; other verdicts are findings about definitions, reported as counts.
+**Promises** (:data:`PROMISES`). ``sufficient_reason``, ``minimal_sufficient_reason``,
+``majoritary_reason`` and ``minimal_majoritary_reason`` are terms of threshold conditions that
+contain the instance — the shape of a ``general_sufficient_reasons`` item, whose ``valid``
+(the term implies the decision) is PyXAI's sufficiency, promised by all four. The two
+sufficient kinds also promise subset-minimality over conditions (no condition can be
+dropped; the minimal one is of minimum size, which implies it); our ``prime`` (no literal can
+be widened by any one state) and minimality over features are differences of definition.
+Majoritary reasons promise validity only (they are minimal for "a majority of trees agree",
+not for implying the decision). ``minimal_contrastive_reason`` (two classes only) is checked
+as ``contrastive`` for the other class, projected onto its features: PyXAI promises that
+changing them can change the class (``reaches``); its minimum size is over conditions, not
+features, so feature minimality is a difference of definition. PyXAI's prediction is graded
+too (``decision``). Ties: PyXAI's reasons make the predicted class beat every other strictly
+while its prediction breaks ties to the first class (``ties = "strict"``).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -66,38 +50,16 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states, parse_instance
-from rfcircuits.sklearn_import import instances_from_values
-from rfcircuits.terms import Term
-from rfcircuits.datasets import Dataset, train_forest
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.strategies import pick_by_margin
-from rfcircuits.crosscheck.verify import VerifyReport, interval_mask, verify
+from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states
+from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.verify import interval_mask
 
-#: PyXAI explainer methods run, with the explanation field each is graded as (module docstring).
-KINDS = {
-    "sufficient_reason": "general_sufficient_reasons",
-    "minimal_sufficient_reason": "general_sufficient_reasons",
-    "majoritary_reason": "general_sufficient_reasons",
-    "minimal_majoritary_reason": "general_sufficient_reasons",
-    "minimal_contrastive_reason": "contrastive",
-}
-#: Fields PyXAI's reasons are graded as, by the SAT oracle alone: PyXAI returns one reason per
-#: call, so completeness is not asked (and enumerating all of ours can be expensive).
-GRADED = ("sufficient_reasons", "general_sufficient_reasons", "contrastive")
-WHY = {"drop": "a literal can be dropped", "relax": "a threshold can be relaxed",
-       "non-interval": "only a non-interval widening"}
-SHORT = {"sufficient_reasons": "SRs", "general_sufficient_reasons": "GSRs", "contrastive": "CEs"}
-#: The verdicts PyXAI's own definitions promise, per field graded (exit 1 if one fails).
-PROMISED = {"general_sufficient_reasons": "valid", "contrastive": "reaches"}
-DATASETS = ("iris", "wine", "breast-cancer")
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
 #: A kind whose calls ran past ``--timeout`` this many times is skipped for the rest.
@@ -116,19 +78,6 @@ def pyxai_version() -> str | None:
         return version("pyxai")
     except PackageNotFoundError:
         return "unknown"
-
-
-def load_dataset(name: str) -> Dataset:
-    """A dataset bundled with scikit-learn, as :class:`rfcircuits.datasets.Dataset`."""
-    from sklearn import datasets
-
-    loaders = {"iris": datasets.load_iris, "wine": datasets.load_wine,
-               "breast-cancer": datasets.load_breast_cancer}
-    if name not in loaders:
-        raise InputError(f"--dataset: unknown dataset {name!r} (choose from {', '.join(DATASETS)})")
-    bunch = loaders[name]()
-    return Dataset(name, [str(n) for n in bunch.feature_names], np.asarray(bunch.data, float),
-                   np.asarray(bunch.target), [str(c) for c in bunch.target_names])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,27 +104,6 @@ def instance_literals(forest: Forest, x: Instance,
     """The instance's states on the features the conditions mention (a projection)."""
     features = sorted({f for f, _, _ in conditions})
     return [{"feature": forest.features[f].name, "states": [x[f]]} for f in features]
-
-
-def why_not_prime(sat: SatOracle, forest: Forest, term: Term, x: Instance) -> str:
-    """Why a valid term whose literals hold x's states is not a prime implicant (as a
-    GSR must be): ``drop`` (a whole literal can go: not subset-minimal under our tie semantics),
-    ``relax`` (a literal widened by a state adjacent to its run still implies Δ: a looser
-    threshold suffices) or ``non-interval`` (only a widening that is no interval does)."""
-    def implies(t: Term) -> bool:  # τ ⊨ Δ (for these terms the same as τ ⊨ GR)
-        return sat.check_sr(x, t)["sufficient"]
-
-    if any(implies(term[:k] + term[k + 1:]) for k in range(len(term))):
-        return "drop"
-    for k, (f, mask) in enumerate(term):
-        states = mask_states(mask)
-        for s in (states[0] - 1, states[-1] + 1):
-            if not 0 <= s < forest.features[f].n_states:
-                continue
-            wide = mask | 1 << s
-            if wide != forest.features[f].full and implies(term[:k] + ((f, wide),) + term[k + 1:]):
-                return "relax"
-    return "non-interval"
 
 
 def pyxai_reading(forest: Forest, x: Instance, representation: Sequence[Condition]) -> Instance:
@@ -267,12 +195,9 @@ class _Worker:
     """One worker subprocess in its own process group, read with deadlines."""
 
     def __init__(self, workdir: str) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.stderr = open(os.path.join(workdir, "worker.err"), "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rfcircuits.crosscheck.adapters.pyxai", workdir], cwd=workdir, env=env,
+            [sys.executable, "-m", "rfcircuits.crosscheck.adapters.pyxai", workdir], cwd=workdir,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             start_new_session=True)
         self.buffer = b""
@@ -330,10 +255,10 @@ def _worker_error(workdir: str) -> str:
 
 
 def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float,
-              theory: bool = True, seed: int = 0) -> list[dict[str, Any]]:
-    """Every PyXAI call ``(row, kind)``, answered by worker subprocesses; an answer has
-    ``status`` ok / none / error / timeout / skipped (after :data:`MAX_TIMEOUTS`)."""
-    answers = []
+              theory: bool = True, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """Every PyXAI call ``(row, kind)``, answered by worker subprocesses, each answer as soon
+    as it is known; an answer has ``status`` ok / none / error / timeout / skipped (after
+    :data:`MAX_TIMEOUTS`). Closing the generator stops the worker."""
     timeouts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="rfcircuits-pyxai-") as workdir:
         with open(os.path.join(workdir, "job.pickle"), "wb") as handle:
@@ -344,7 +269,7 @@ def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float
             for i in range(len(rows)):
                 for kind in kinds:
                     if timeouts[kind] >= MAX_TIMEOUTS:
-                        answers.append({"i": i, "kind": kind, "status": "skipped"})
+                        yield {"i": i, "kind": kind, "status": "skipped"}
                         continue
                     if worker is None:
                         worker = _Worker(workdir)
@@ -361,205 +286,80 @@ def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float
                                       "error": "worker died: " + _worker_error(workdir)}
                         else:
                             timeouts[kind] += 1
-                            answer = {"i": i, "kind": kind, "status": "timeout"}
-                    answers.append(answer)
+                            answer = {"i": i, "kind": kind, "status": "timeout",
+                                      "seconds": timeout}
+                    yield answer
         finally:
             if worker is not None:
                 worker.stop()
-    return answers
 
 
 # ---------------------------------------------------------------------------------------------
-# Grading and the command.
+# The adapter.
+
+#: What each PyXAI reason kind promises (module docstring).
+PROMISES = {
+    "sufficient_reason": ("general_sufficient_reasons", Promise("formal", "conditions", "one")),
+    "minimal_sufficient_reason": ("general_sufficient_reasons",
+                                  Promise("formal", "conditions", "one")),
+    "majoritary_reason": ("general_sufficient_reasons", Promise("formal", "none", "one")),
+    "minimal_majoritary_reason": ("general_sufficient_reasons", Promise("formal", "none", "one")),
+    "minimal_contrastive_reason": ("contrastive", Promise("formal", "none", "one")),
+}
 
 
-@dataclass
-class KindResult:
-    """What ``verify`` found about one PyXAI reason kind (``report`` is None when PyXAI
-    returned no reason of this kind)."""
+class PyxaiAdapter:
+    """One PyXAI reason kind (:data:`PROMISES`) as an adapter
+    (:mod:`rfcircuits.crosscheck.adapters.base`): ``pyxai``, ``pyxai-minimal``,
+    ``pyxai-majoritary``, ``pyxai-minimal-majoritary``, ``pyxai-contrastive``. ``theory``:
+    whether PyXAI uses its domain theory for numeric features (module docstring)."""
 
-    kind: str
-    field: str
-    calls: Counter[str] = field(default_factory=Counter)
-    approximate: int = 0
-    seconds: float = 0.0
-    report: VerifyReport | None = None
-    errors: list[str] = field(default_factory=list)
-    not_prime: Counter[str] = field(default_factory=Counter)
+    ties = "strict"
 
-    def _first(self, per_field: dict[str, Any]) -> dict[str, Any]:
-        """The graded field first, then the projection."""
-        return {name: per_field[name] for name in sorted(per_field, key=lambda n: n != self.field)}
+    def __init__(self, kind: str = "sufficient_reason", theory: bool = True) -> None:
+        if kind not in PROMISES:
+            raise InputError(f"PyXAI reason kind {kind!r} is not one of {', '.join(PROMISES)}")
+        self.kind = kind
+        self.theory = bool(theory)
+        self.field, promise = PROMISES[kind]
+        self.promises = {self.field: promise}
+        self.name = "pyxai" if kind == "sufficient_reason" else \
+            "pyxai-" + kind.removesuffix("_reason").replace("_", "-")
 
-    def verdicts(self) -> dict[str, dict[str, dict[str, int]]]:
-        """Per field graded, per verdict: counts of holds / fails / unknown."""
-        return self._first(self.report.summary()["verdicts"]) if self.report else {}
+    def version(self) -> str:
+        version = pyxai_version()
+        if version is None:
+            raise PeerUnavailable("PyXAI is not installed (an optional dependency): "
+                                  "pip install pyxai, or pip install '.[pyxai]'")
+        return version
 
-    def statuses(self) -> dict[str, dict[str, int]]:
-        """Per field graded, the status of PyXAI's reasons: ``ok`` when it is an SR / GSR /
-        CE by our definitions (every verdict holds), ``wrong`` when some verdict fails."""
-        out: dict[str, Counter[str]] = {}
-        for line in self.report.lines if self.report else ():
-            for f in line.fields:
-                for item in f.items or ():
-                    out.setdefault(f.field, Counter())[item.status] += 1
-        return self._first({name: dict(c) for name, c in out.items()})
-
-    @property
-    def promise_broken(self) -> bool:
-        """Some reason fails the verdict PyXAI's own definition promises (:data:`PROMISED`)."""
-        return bool(self.verdicts().get(self.field, {}).get(PROMISED[self.field], {}).get("fails"))
-
-    def to_json(self) -> dict[str, Any]:
-        """Counts of one kind (``verify-pyxai --json``)."""
-        return {"field": self.field, "calls": dict(self.calls), "approximate": self.approximate,
-                "seconds": round(self.seconds, 3), "verdicts": self.verdicts(),
-                "statuses": self.statuses(), "not_prime": dict(self.not_prime),
-                "errors": self.errors[:3]}
-
-
-def grade(forest: Forest, instances: Sequence[Instance], answers: Sequence[dict[str, Any]],
-          kinds: Sequence[str]) -> dict[str, KindResult]:
-    """Turn PyXAI's answers into explanation lines per kind and grade them with ``verify``."""
-    results = {k: KindResult(k, KINDS[k]) for k in kinds}
-    rows: dict[str, list[tuple[int, Any]]] = {k: [] for k in kinds}
-    for a in answers:
-        r = results[a["kind"]]
-        r.calls[a["status"]] += 1
-        r.seconds += a.get("seconds", 0.0)
-        r.approximate += bool(a.get("approximate"))
-        if a["status"] == "error":
-            r.errors.append(a["error"])
-        if a["status"] != "ok":
-            continue
-        x = pyxai_reading(forest, instances[a["i"]], [tuple(c) for c in a["representation"]])
-        reason = [tuple(c) for c in a["reason"]]
-        line: dict[str, Any] = {"instance": instance_to_json(forest, x),
-                                "decision": forest.classes[a["prediction"]]}
-        if r.field == "contrastive":
-            other = [t for t in range(len(forest.classes)) if t != a["prediction"]]
-            line["contrastive"] = {forest.classes[t]: [instance_literals(forest, x, reason)]
-                                   for t in other}
-        else:
-            line["general_sufficient_reasons"] = [interval_literals(forest, reason)]
-            line["sufficient_reasons"] = [instance_literals(forest, x, reason)]
-        rows[a["kind"]].append((a["i"] + 1, line))
-    with SatOracle(forest, "first") as sat:
-        for kind, lines in rows.items():
-            if not lines:
+    def explain(self, task: Task) -> Iterator[Answer]:
+        forest = task.forest
+        if self.field == "contrastive" and len(forest.classes) != 2:
+            for i in range(len(task.rows)):
+                yield Answer(i, "none", error="PyXAI's contrastive reasons need two classes")
+            return
+        for a in run_pyxai(task.model, task.rows, [self.kind], task.timeout, self.theory,
+                           task.seed):
+            i = a["i"]
+            if a["status"] != "ok":
+                status = {"skipped": "timeout"}.get(a["status"], a["status"])
+                yield Answer(i, status, seconds=a.get("seconds", 0.0),
+                             error=a.get("error", "skipped after repeated timeouts"
+                                         if a["status"] == "skipped" else ""))
                 continue
-            asked = [parse_instance(forest, line["instance"]) for _, line in lines]
-            report = verify(forest, asked, lines, "first", f"PyXAI {kind}", oracle_only=GRADED)
-            results[kind].report = report
-            for line in report.lines:
-                for f in line.fields:
-                    for item in f.items or ():
-                        if f.field == "general_sufficient_reasons" and item.verdict["valid"] \
-                                and item.verdict["prime"] is False:
-                            results[kind].not_prime[
-                                why_not_prime(sat, forest, item.item, line.instance)] += 1
-    return results
-
-
-#: How ``verify-pyxai --pick`` chooses the rows PyXAI explains (:func:`pick_rows`).
-PICKS = ("random", "margin")
-
-
-def pick_rows(forest: Forest, X: np.ndarray, k: int, pick: str, seed: int) -> np.ndarray:
-    """Indices of the ``k`` rows of ``X`` to explain, in dataset order. ``random``: ``k``
-    distinct rows drawn with ``seed``. ``margin``: the rows whose instances (``forest``'s
-    states of the row) are closest to a vote tie (:func:`~rfcircuits.crosscheck.strategies.
-    pick_by_margin`, exact ties first), one row per instance (the first in the dataset): rows
-    in the same states would be graded alike, so they would only take the place of others."""
-    if pick == "random":
-        rng = np.random.default_rng(seed)
-        return np.sort(rng.choice(len(X), size=min(k, len(X)), replace=False))
-    if pick != "margin":
-        raise InputError(f"--pick must be one of {', '.join(PICKS)}, not {pick!r}")
-    first: dict[Instance, int] = {}
-    for i, x in enumerate(instances_from_values(forest, X)):
-        first.setdefault(x, i)
-    unique = list(first)
-    return np.sort(np.array([first[unique[j]] for j in pick_by_margin(forest, unique, k)],
-                            dtype=np.intp))
-
-
-def run_verify_pyxai(args: argparse.Namespace) -> int:
-    """``rfcircuits verify-pyxai`` (module docstring): counts per verdict, per reason kind."""
-    version = pyxai_version()
-    if version is None:
-        raise InputError("PyXAI is not installed (an optional dependency): "
-                         "pip install pyxai, or pip install '.[pyxai]'")
-    for name in ("trees", "depth", "instances"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name} must be at least 1")
-    if args.timeout <= 0:
-        raise InputError("--timeout must be positive")
-    data = load_dataset(args.dataset)
-    trained = train_forest(data, args.trees, args.depth, args.seed)
-    forest = trained.forest
-    rows = data.X[pick_rows(forest, data.X, args.instances, args.pick, args.seed)]
-    instances = instances_from_values(forest, rows)
-    kinds = [k for k in KINDS if k != "minimal_contrastive_reason" or len(forest.classes) == 2]
-    answers = run_pyxai(trained.model, rows, kinds, args.timeout, not args.no_theory, args.seed)
-    results = grade(forest, instances, answers, kinds)
-
-    first = {a["i"]: a for a in answers if "prediction" in a}
-    read = {i: pyxai_reading(forest, instances[i], [tuple(c) for c in a["representation"]])
-            for i, a in first.items()}
-    sklearn = trained.model.predict(rows)
-    agree = {
-        "pyxai_prediction_is_ours": sum(first[i]["prediction"] == forest.decision(read[i])
-                                        for i in first),
-        "sklearn_predict_is_ours": int(sum(
-            trained.model.classes_[forest.decision(x)] == p for x, p in zip(instances, sklearn))),
-        "pyxai_reads_our_states": sum(read[i] == instances[i] for i in first),
-        "instances_answered": len(first),
-    }
-    doc = {"dataset": args.dataset, "trees": args.trees, "depth": args.depth,
-           "seed": args.seed, "pick": args.pick, "instances": len(instances), "pyxai": version,
-           "theory": not args.no_theory, "ties": "first", "timeout": args.timeout,
-           "agreement": agree, "kinds": {k: r.to_json() for k, r in results.items()}}
-    print(json.dumps(doc, ensure_ascii=False) if args.json else _text(doc, len(forest.classes)))
-    broken = any(r.promise_broken for r in results.values())
-    return 1 if broken or agree["pyxai_prediction_is_ours"] != len(first) else 0
-
-
-_PICKED = {"random": "drawn at random", "margin": "closest to a vote tie"}
-
-
-def _text(doc: dict[str, Any], n_classes: int) -> str:
-    a = doc["agreement"]
-    n = doc["instances"]
-    out = [f"verify-pyxai: {doc['dataset']}, {doc['trees']} trees, depth {doc['depth']}, "
-           f"seed {doc['seed']}, {n} instances {_PICKED[doc['pick']]}; PyXAI {doc['pyxai']} "
-           f"{'with' if doc['theory'] else 'without'} its domain theory; graded with ties first",
-           f"PyXAI's prediction = our hard-majority decision: {a['pyxai_prediction_is_ours']}/"
-           f"{a['instances_answered']}; sklearn predict = ours: {a['sklearn_predict_is_ours']}/{n}"
-           f"; PyXAI reads the instance in our (scikit-learn's float32) states: "
-           f"{a['pyxai_reads_our_states']}/{a['instances_answered']} (reasons are graded at "
-           "PyXAI's reading)"]
-    for kind, r in doc["kinds"].items():
-        calls = ", ".join(f"{k} {v}" for k, v in sorted(r["calls"].items()))
-        out.append(f"{kind} → {r['field']}: calls {calls}"
-                   + (f" ({r['approximate']} approximate: PyXAI's time limit hit)"
-                      if r["approximate"] else "") + f"; {r['seconds']:.1f} s")
-        for name, per in r["verdicts"].items():
-            what = "as stated" if name == r["field"] else "projected to features"
-            counts = "; ".join(f"{k} " + ", ".join(f"{c} {w}" for w, c in sorted(v.items()))
-                               for k, v in per.items())
-            out.append(f"  {name} ({what}): {counts}")
-        if r["not_prime"]:
-            out.append("  why not prime: " + ", ".join(
-                f"{WHY[k]} {v}" for k, v in sorted(r["not_prime"].items())))
-        for name, c in r["statuses"].items():
-            out.append(f"  {name}: {c.get('ok', 0)} of {sum(c.values())} are {SHORT[name]} by "
-                       "definition (every verdict holds)")
-        for e in r["errors"]:
-            out.append(f"  error: {e}")
-    if n_classes != 2:
-        out.append("minimal_contrastive_reason: not run (PyXAI supports it for two classes only)")
-    return "\n".join(out)
+            x = pyxai_reading(forest, task.instances[i], [tuple(c) for c in a["representation"]])
+            reason = [tuple(c) for c in a["reason"]]
+            record: dict[str, Any] = {"instance": instance_to_json(forest, x),
+                                      "decision": forest.classes[a["prediction"]]}
+            if self.field == "contrastive":
+                other = 1 - a["prediction"]
+                record["contrastive"] = {forest.classes[other]:
+                                         [instance_literals(forest, x, reason)]}
+            else:
+                record[self.field] = [interval_literals(forest, reason)]
+            yield Answer(i, "ok", record, a["seconds"],
+                         "PyXAI's time limit was hit" if a.get("approximate") else "")
 
 
 if __name__ == "__main__":
