@@ -315,7 +315,9 @@ class PeerReport:
                + f"; ties {self.ties}"]
         for name, t in self.fields.items():
             p = t.promise
-            out.append(f"{name} (promises: {p.guarantee}, minimal over {p.minimal}, "
+            minimal = {"none": "no minimality", "prime": "prime"}.get(
+                p.minimal, f"minimal over {p.minimal}")
+            out.append(f"{name} (promises: {p.guarantee}, {minimal}, "
                        f"{p.answers} answer{'s' if p.answers == 'all' else ''}): "
                        f"{t.items} items, {t.holds} keep every promise"
                        + (f", {t.broken} break one" if t.broken else "")
