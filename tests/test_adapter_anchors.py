@@ -17,7 +17,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.adapters.base import PeerUnavailable, Task, load_adapter
-from rfcircuits.crosscheck.adapters.pyxai import load_dataset
+from rfcircuits.crosscheck.peers import load_dataset
 from rfcircuits.crosscheck.promises import confirm, grade_answers
 from rfcircuits.crosscheck.verify import parse_items, range_mask
 
