@@ -51,7 +51,8 @@ item (a bug of rfcircuits); every field of a case fails when the peer failed on 
 exception, a timeout, an answer we cannot read, a row without an answer, a wrong decision or
 vote count). The failure names the case, each instance (row, states and the raw values
 passed), the item, the promise that broke and its evidence, and the repro file written for
-the case (``rfcircuits.repro/1`` with the peer's answers, :mod:`.peer_repro`).
+the case (``rfcircuits.repro/1`` with the peer's answers, :mod:`.peer_repro`; removed when
+the case passes again).
 
 **Timeouts**: ``explain`` runs in a daemon thread of the test process, and a case whose
 answers are not all in after ``rfcircuits_timeout`` seconds fails. The thread cannot be
@@ -64,6 +65,8 @@ any adapter as the project configured it, and keeps ``--pdb`` and tracebacks of 
 from __future__ import annotations
 
 import fnmatch
+import math
+import numbers
 import os
 import re
 import sys
@@ -132,7 +135,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     run = CorpusRun.configure(config)
     corpus = Corpus.from_parent(session, name=NODE, nodeid=NODE, run=run)
     for case in corpus.collect():
-        items.extend(case.collect())
+        fields = case.collect()
+        # reported as collected, so that pytest counts them as it counts the others
+        session.ihook.pytest_collectreport(
+            report=pytest.CollectReport(case.nodeid, "passed", None, fields))
+        items.extend(fields)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,11 +176,15 @@ class CorpusRun:
             manifest = corpus.load_manifest(root)
         except InputError as exc:
             raise pytest.UsageError(f"rfcircuits plugin: {exc}") from None
+        except Exception as exc:  # the adapter's own code failed: its traceback, not ours
+            raise pytest.UsageError(f"rfcircuits plugin: the adapter {spec} failed to load:\n"
+                                    + _peer_traceback(exc)) from None
         value = _setting(config, "rfcircuits_cases")[0]
         cases = manifest["cases"]
         if value:
             globs = [g for g in re.split(r"[\s,]+", value) if g]
-            unmatched = [g for g in globs if not fnmatch.filter([e["id"] for e in cases], g)]
+            ids = [e["id"] for e in cases]
+            unmatched = [g for g in globs if not any(fnmatch.fnmatchcase(i, g) for i in ids)]
             if unmatched:
                 raise pytest.UsageError(f"rfcircuits_cases: {', '.join(unmatched)} matches no "
                                         f"case of the corpus in {root}")
@@ -182,8 +193,8 @@ class CorpusRun:
         try:
             timeout = float(value) if value else DEFAULT_TIMEOUT
         except ValueError:
-            timeout = -1.0
-        if not timeout > 0:
+            timeout = math.nan
+        if not 0 < timeout < math.inf:
             raise pytest.UsageError(f"rfcircuits_timeout: {value!r} is not a positive number "
                                     "of seconds")
         value, base = _setting(config, "rfcircuits_repro_dir")
@@ -281,6 +292,13 @@ def raw_rows(forest: Forest, instances: Sequence[Instance]) -> np.ndarray:
     return rows
 
 
+def _peer_traceback(exc: BaseException) -> str:
+    """The traceback of an exception the adapter raised, from the frame below the one of ours
+    that caught it."""
+    tb = exc.__traceback__
+    return "".join(traceback.format_exception(type(exc), exc, tb.tb_next if tb else None))
+
+
 def call_peer(adapter: Any, task: Task, timeout: float) -> tuple[list[Any], str, str]:
     """The adapter's answers to ``task`` (whatever ``explain`` yielded), run in a daemon
     thread for at most ``timeout`` seconds, and how it ended: ``("", "")``, ``("error",
@@ -293,8 +311,7 @@ def call_peer(adapter: Any, task: Task, timeout: float) -> tuple[list[Any], str,
             for answer in adapter.explain(task):
                 answers.append(answer)
         except BaseException as exc:  # SystemExit too: any way the peer fails is reported
-            crash.append("".join(traceback.format_exception(
-                type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)))
+            crash.append(_peer_traceback(exc))
 
     thread = threading.Thread(target=work, name=f"rfcircuits peer {adapter.name}", daemon=True)
     thread.start()
@@ -320,7 +337,7 @@ def checked_answers(answers: Sequence[Any],
         if not isinstance(answer, Answer):
             failures.append({"row": None, "status": "error", "error": (
                 f"explain yielded a {type(answer).__name__}, not an Answer")})
-        elif not 0 <= answer.index < rows:
+        elif not isinstance(answer.index, numbers.Integral) or not 0 <= answer.index < rows:
             failures.append({"row": None, "status": "error", "error": (
                 f"an answer for row index {answer.index}, but the task has {rows} rows")})
         elif answer.index in kept:
@@ -436,9 +453,11 @@ def run_case(run: CorpusRun, entry: dict[str, Any]) -> CaseOutcome:
                            adapter.promises)
     report.failures.extend(failures)
     outcome.forest, outcome.rows, outcome.report = forest, rows, report
-    if report.ok and not report.failures:
-        return outcome
     path = run.repro_dir / f"{case_id}.json"
+    if report.ok and not report.failures:
+        if path.is_file():  # a repro file of the case is of its last failure
+            path.unlink()
+        return outcome
     try:
         fresh = not os.path.isdir(run.repro_dir)
         output_dir(run.repro_dir)

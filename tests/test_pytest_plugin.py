@@ -87,6 +87,19 @@ class Crashing(Correct):
         raise ValueError("the peer's own bug")
 
 
+class Sloppy(Correct):
+    """A wrong decision on row 1, no answer for row 2, and a dict among the answers."""
+
+    def explain(self, task):
+        for answer in super().explain(task):
+            if answer.index == 0:
+                record = answer.record
+                record["decision"] = next(c for c in record["votes"] if c != record["decision"])
+            if answer.index != 1:
+                yield answer
+        yield {"index": 1}
+
+
 class Slow(Correct):
     def explain(self, task):
         time.sleep(3)
@@ -142,9 +155,12 @@ def test_our_engine_keeps_every_promise(pytester):
     ids = [f"rfcircuits-corpus::{case}::{name}" for case in CASES
            for name in ("sufficient_reasons", "necessary_reasons")]
     assert [line for line in collected.outlines if line.startswith("rfcircuits")] == ids
+    stale = pytester.path / ".rfcircuits-repro" / f"{CASES[0]}.json"
+    stale.parent.mkdir()
+    stale.write_text("{}")
     result = run(pytester)
     result.assert_outcomes(passed=len(ids))
-    assert not (pytester.path / ".rfcircuits-repro").exists()
+    assert not stale.exists()  # a repro file is of the case's last failure
 
 
 def holds(forest, item: list[dict], world) -> bool:
@@ -211,6 +227,21 @@ def test_a_crash_fails_every_field_of_the_case_with_the_peers_traceback(pytester
     (crash,) = doc["disagreements"]
     assert crash["check"] == "error" and crash["instance"] is None
     assert "the peer's own bug" in crash["counterexample"]
+
+
+def test_a_wrong_decision_and_answers_out_of_protocol_fail_every_field(pytester):
+    project(pytester, "Sloppy", ["random-mixed-0001"])
+    result = run(pytester)
+    result.assert_outcomes(failed=2)
+    for text in failures(result).values():
+        assert "row 1: decision" in text and "the correct value fails" in text
+        assert "the peer failed on row 2 (error): no answer for this row" in text
+        assert "the peer failed on the case (error): explain yielded a dict, not an Answer" \
+            in text
+    doc = json.loads((pytester.path / ".rfcircuits-repro" / "random-mixed-0001.json")
+                     .read_text())
+    assert not list(validator("repro").iter_errors(doc))
+    assert len(doc["instances"]) == 4  # a failure of no one row keeps every instance
 
 
 def test_a_slow_adapter_times_out_per_case(pytester):
