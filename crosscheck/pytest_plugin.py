@@ -32,7 +32,9 @@ command line: ``testpaths`` or the current directory) or when an ``--rfcircuits-
 given, so that ``pytest tests/test_one.py`` stays quick; ``-k`` selects among its tests
 (``-k spec-susan``, ``-k "not rfcircuits-corpus"``), and ``-p no:rfcircuits`` turns the plugin
 off. A relative ``rfcircuits_corpus`` or ``rfcircuits_repro_dir`` is relative to the ini
-file's directory in the ini file and to the current directory on the command line.
+file's directory in the ini file and to the current directory on the command line; give the
+flags with ``=`` (``--rfcircuits-corpus=DIR``): pytest looks for its rootdir before it knows
+a plugin's flags, and takes a separate ``DIR`` for a path to test.
 
 **What the adapter is given**, per case, in one call of ``explain`` (answers are kept for
 every field of the case): a :class:`~rfcircuits.crosscheck.adapters.base.Task` whose

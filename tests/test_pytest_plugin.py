@@ -19,9 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rfcircuits.forest import forest_from_json, load_forest, parse_instance
+from rfcircuits.forest import forest_from_json, instance_to_json, load_forest, parse_instance
 from rfcircuits.formats import validator
 from rfcircuits.crosscheck import corpus
+from rfcircuits.crosscheck.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.peer_repro import peer_repro
+from rfcircuits.crosscheck.promises import grade_answers
 from rfcircuits.crosscheck.pytest_plugin import raw_rows
 
 pytest_plugins = ["pytester"]
@@ -311,3 +314,21 @@ def test_raw_rows_stand_for_each_state():
     feature = f32.features[0]
     assert [feature.state_of_value(v, "float32") for v in rows[:, 0]] == [0, 1, 2]
     assert 0.1 < rows[1, 0] < 0.3 and np.float32(rows[1, 0]) == rows[1, 0]
+
+
+@pytest.mark.parametrize("ties,graded", [("first", "first"), ("strict", "first"), ("all", "all")])
+def test_peer_repro_keeps_the_rows_of_findings_under_the_policy_graded(ties, graded):
+    forest, instances = corpus.load_case(corpus.installed_root(), "random-mixed-0001")
+    promises = {"sufficient_reasons": Promise("formal", "none", "one")}
+    # row 3 claims the empty term, which implies no class of a forest whose votes vary
+    answers = [Answer(k, "ok", {"sufficient_reasons": [[]] if k == 2 else []})
+               for k in range(len(instances))]
+    assert len({forest.decision(x) for x in instances}) > 1
+    report = grade_answers(forest, instances, answers, "p", "1", ties, promises)
+    doc = peer_repro(report, forest, instances, answers)
+    assert not list(validator("repro").iter_errors(doc))
+    assert doc["ties"] == graded and doc["peer"]["ties"] == ties
+    assert doc["instances"] == [instance_to_json(forest, instances[2])]
+    assert doc["peer"]["answers"] == [{"sufficient_reasons": [[]]}]
+    (broken,) = doc["disagreements"]
+    assert broken["ours"] == [] and broken["theirs"]["promise"] == "sufficient"
