@@ -840,7 +840,28 @@ Edge-case categories (number of cases hitting each; a case may hit several):
 
 
 # ---------------------------------------------------------------------------------------------
-# Checking a corpus
+# Reading and checking a corpus
+
+
+def installed_root() -> str:
+    """The corpus that comes with the package: ``rfcircuits/crosscheck/fixtures`` in an
+    installed wheel (its manifest, forests and instances: pyproject.toml), the repository's
+    ``fixtures/`` in a source checkout (an editable install maps no data folder)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for root in (os.path.join(here, "fixtures"), os.path.join(os.path.dirname(here), "fixtures")):
+        if os.path.isfile(os.path.join(root, MANIFEST)):
+            return root
+    raise InputError(f"the golden corpus is not installed beside {here} (no {MANIFEST}); "
+                     "reinstall rfcircuits or give the path of a corpus")
+
+
+def load_case(root: str, case_id: str) -> tuple[Forest, list[Instance]]:
+    """A case's forest and instances (errors name the file)."""
+    case_dir = os.path.join(root, CASES, case_id)
+    if not os.path.isdir(case_dir):
+        raise InputError(f"{case_dir}: no such case directory (listed in {MANIFEST})")
+    forest = load_forest(os.path.join(case_dir, FOREST_FILE))
+    return forest, load_instances(os.path.join(case_dir, INSTANCES_FILE), forest)
 
 
 def load_manifest(root: str) -> dict[str, Any]:
@@ -915,11 +936,8 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = ()) ->
     case_id = entry["id"]
     result = CaseCheck(case_id)
     case_dir = os.path.join(root, CASES, case_id)
-    if not os.path.isdir(case_dir):
-        raise InputError(f"{case_dir}: no such case directory (listed in {MANIFEST})")
-    forest = load_forest(os.path.join(case_dir, FOREST_FILE))
+    forest, instances = load_case(root, case_id)
     instances_path = os.path.join(case_dir, INSTANCES_FILE)
-    instances = load_instances(instances_path, forest)
     for ties in TIES:
         path = os.path.join(case_dir, expected_file(ties))
         expected = _read_lines(path)

@@ -101,6 +101,11 @@ def test_one_top_level_package_is_installed():
         assert tops <= {"rfcircuits"}, tops
 
 
+def test_the_pytest_plugin_is_registered():
+    (plugin,) = [e for e in metadata.entry_points(group="pytest11") if e.name == "rfcircuits"]
+    assert plugin.value == "rfcircuits.crosscheck.pytest_plugin"
+
+
 SOURCE = Path(__file__).resolve().parent.parent
 NOTICE = "rfcircuits: the C extension could not be built"
 
@@ -117,6 +122,14 @@ def build_wheel(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Complet
     for name in ("core", "crosscheck"):
         shutil.copytree(SOURCE / name, tree / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    # the corpus's files that the wheel ships (pyproject.toml), and one that it leaves out
+    for path in ["MANIFEST.json", *(f"cases/{case.name}/{name}"
+                                    for case in (SOURCE / "fixtures" / "cases").iterdir()
+                                    for name in ("forest.json", "instances.jsonl"))]:
+        (tree / "fixtures" / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SOURCE / "fixtures" / path, tree / "fixtures" / path)
+    shutil.copy(SOURCE / "fixtures" / "cases" / "spec-susan" / "expected-all.jsonl",
+                tree / "fixtures" / "cases" / "spec-susan")
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps",
                            "--no-build-isolation", "-w", str(tmp_path / "dist"), str(tree)],
                           capture_output=True, text=True, env={**os.environ, **env},
@@ -140,6 +153,12 @@ def test_wheel_holds_the_c_extension_and_one_package(tmp_path):
     assert not any(n.endswith(".c") for n in names)
     assert {"rfcircuits/py.typed", "rfcircuits/schemas/forest.schema.json",
             "rfcircuits/crosscheck/EQUIVALENT_MUTANTS.md"} <= set(names)
+    # the golden corpus, for the pytest plugin: manifest, forests and instances of every case
+    corpus = "rfcircuits/crosscheck/fixtures/"
+    cases = {n.split("/")[4] for n in names if n.startswith(corpus + "cases/")}
+    assert cases == {p.name for p in (SOURCE / "fixtures" / "cases").iterdir()}
+    assert {n.split("/")[-1] for n in names if n.startswith(corpus)} == {
+        "MANIFEST.json", "forest.json", "instances.jsonl"}
     output = done.stdout + done.stderr
     assert NOTICE not in output and "would be ignored" not in output
 
