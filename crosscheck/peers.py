@@ -125,7 +125,8 @@ def run_peer(adapter: Any, task: Task, progress: Progress | None = None,
         return grader.report
 
 
-def write_outputs(out: str, name: str, report: PeerReport, answers: Sequence[Answer]) -> None:
+def write_outputs(out: str, name: str, report: PeerReport, task: Task,
+                  answers: Sequence[Answer]) -> None:
     """``--out DIR``'s files for one adapter (module docstring)."""
     stem = os.path.join(out, name.replace("/", "_").replace(":", "_"))
     write_json(f"{stem}.report.json", report.to_json())
@@ -137,7 +138,7 @@ def write_outputs(out: str, name: str, report: PeerReport, answers: Sequence[Ans
     if report.broken:
         from rfcircuits.crosscheck.peer_repro import peer_repro
 
-        write_json(f"{stem}.repro.json", peer_repro(report, list(answers)))
+        write_json(f"{stem}.repro.json", peer_repro(report, task.forest, task.instances, answers))
 
 
 def run_verify_peer(args: argparse.Namespace) -> int:
@@ -165,7 +166,7 @@ def run_verify_peer(args: argparse.Namespace) -> int:
                 break
             finally:
                 if args.out and name in reports:
-                    write_outputs(args.out, name, reports[name], answers)
+                    write_outputs(args.out, name, reports[name], task, answers)
     head = {"dataset": args.dataset, "trees": args.trees, "depth": args.depth, "seed": args.seed,
             "pick": args.pick, "rows": len(task.rows), "timeout": args.timeout}
     if args.json:

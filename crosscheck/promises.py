@@ -221,8 +221,9 @@ class Finding:
         if self.evidence_item is not None:
             lines.append("    still valid with less: "
                          + term_text(forest, self.evidence_item, " ∧ "))
-        if self.kind == "broken":
-            lines.append("    confirmed by evaluating the trees on every world" if self.confirmed
+        if self.kind == "broken" and (self.confirmed is not None
+                                      or isinstance(self.item, tuple)):
+            lines.append("    confirmed by evaluating the trees" if self.confirmed
                          else "    not confirmed: " + ("too many worlds to enumerate"
                                                         if self.confirmed is None else
                                                         "the worlds contradict the oracle"))
@@ -412,11 +413,13 @@ class PromiseGrader:
         for fr in line.fields:
             if fr.items is None:
                 if fr.status != "ok" and fr.field != "contrastive":
+                    # votes, decision and classes are the trees' own count: confirmed
                     report.findings.append(Finding(
                         "disputed" if fr.status == "disputed" else "broken", row,
                         claim.instance, fr.field, _scalar_json(self.forest, fr.field, fr.value),
                         "the correct value", note=fr.note or
-                        f"the forest's is {_scalar_json(self.forest, fr.field, fr.truth)}"))
+                        f"the forest's is {_scalar_json(self.forest, fr.field, fr.truth)}",
+                        confirmed=True if fr.field in HEADER_FIELDS else None))
                 elif fr.status != "ok":
                     report.findings.append(Finding("broken", row, claim.instance, fr.field,
                                                    None, "targets a class it is not in",
