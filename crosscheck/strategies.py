@@ -143,11 +143,12 @@ def pick_by_margin(forest: Forest, instances: Sequence[Instance], k: int) -> lis
     return sorted(range(len(instances)), key=margins.__getitem__)[:k]  # sorted() is stable
 
 
-def with_edge_worlds(forest: Forest, instances: Sequence[Instance],
-                     rng: random.Random) -> list[Instance]:
+def with_edge_worlds(forest: Forest, instances: Sequence[Instance], rng: random.Random,
+                     worlds: Sequence[Instance] | None = None) -> list[Instance]:
     """``instances`` (duplicates dropped) plus, when none of them is one, a world with tied
-    votes and a world decided for each class (first in a shuffled order of all worlds)."""
-    worlds = all_worlds(forest)
+    votes and a world decided for each class (first in a shuffled order of ``worlds``, by
+    default all worlds: a caller whose forest has too many passes a sample)."""
+    worlds = list(worlds) if worlds is not None else all_worlds(forest)
     rng.shuffle(worlds)
     chosen = list(dict.fromkeys(instances))
     wanted: list[Callable[[Instance], bool]] = [lambda w: tied(forest, w)]

@@ -93,6 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma list of the oracles to compare with")
     p.add_argument("--out", default="fuzz-failures", help="directory for shrunk failing cases")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--adapter", metavar="NAME",
+                   help="fuzz another explainer instead: an adapter (pyxai, anchors, rfxpl... "
+                        "or module:Class) on random scikit-learn forests, graded against its "
+                        "promises (one process; --jobs, --max-* and --oracles do not apply)")
+    p.add_argument("--adapter-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
+                   help="with --adapter: seconds the peer may take per row (default 60)")
     add_no_progress(p)
     p.set_defaults(handler=cmd_fuzz)
 
@@ -325,6 +331,16 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from rfcircuits.crosscheck.fuzz import fuzz, summary_json, summary_text
     from rfcircuits.crosscheck.strategies import Limits
 
+    if args.adapter:  # another explainer: exit 1 also for its crashes
+        from rfcircuits.crosscheck import peer_fuzz as pf
+        from rfcircuits.crosscheck.adapters.base import load_adapter
+
+        if args.jobs != 1:
+            raise InputError("--jobs: fuzz --adapter runs in one process")
+        peer = pf.peer_fuzz(load_adapter(args.adapter), args.seconds, args.seed, args.out,
+                            args.adapter_timeout, progress=not args.no_progress)
+        print(pf.summary_json(peer) if args.json else pf.summary_text(peer))
+        return exit_status() if peer.interrupted else pf.exit_code(peer)
     for name in ("max_features", "max_states", "max_trees", "max_classes", "max_depth"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be positive")

@@ -1,0 +1,595 @@
+"""``rfcircuits fuzz --adapter NAME``: another explainer (a *peer*, plugged in as an adapter,
+:mod:`rfcircuits.crosscheck.adapters.base`) on random small scikit-learn forests, graded
+against its own promises (:mod:`rfcircuits.crosscheck.promises`); failing cases are shrunk
+and saved.
+
+**Cases.** Case ``k`` of seed ``s`` is a pure function of ``(s, k)``, drawn from
+``random.Random(f"{s}/{k}/peer")`` (:func:`make_case`): a random data set (2–5 numeric
+features, some with only a few distinct values so that the trees share thresholds and votes
+tie often; 2–4 classes; 20–80 rows labelled by a random linear rule with 10% noise), a
+scikit-learn ``RandomForestClassifier`` (1–7 trees, depth 1–4, its seed drawn too) trained on
+all of it and imported into our :class:`~rfcircuits.forest.Forest`, and the instances a peer
+most likely gets wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
+(:func:`~rfcircuits.crosscheck.strategies.pick_by_margin`), a world with tied votes and a world
+decided for each class when those rows have none
+(:func:`~rfcircuits.crosscheck.strategies.with_edge_worlds`), a world one vote from a tie and
+a world that is no data row. The peer is given raw values: a data row's own, or for a world a
+value inside each of its states (:func:`state_value`), each checked to fall back into its
+state as scikit-learn reads it (float32).
+
+**Running the peer** (:func:`guarded_answers`): in a forked child process, so that its crash
+(even a segfault) or hang cannot take the run with it. A peer may take the task's ``timeout``
+per row, and is expected to keep to it (the PyXAI adapter stops a call that overruns it); as a
+backstop, when the answers of all ``n`` rows have not come within :data:`START_SECONDS` ``+
+(n + 1) × (timeout +`` :data:`ROW_SLACK` ``)`` seconds, the child is stopped (SIGTERM, so that
+the adapter's own clean-up runs; SIGKILL :data:`STOP_GRACE` seconds later) and the rows left
+are *timeouts*; an exception of the peer (or its process dying) makes the rows left *errors*.
+Where processes cannot be forked, the peer runs in this process, with no time limit.
+
+**Verdicts.** A case fails when the report has a broken promise, an item missing that the
+peer promised to give (``answers: all``), a dispute between our engine and the SAT oracle
+(our bug), or a row the peer failed on (an error, unreadable output, a timeout): crashes and
+timeouts are counted apart from the findings. A failing case is shrunk while the first of
+its failures persists (:func:`shrink`; the same kind, field and promise of a finding, an
+error raising the same exception): to the one row
+that shows it, then to fewer features (the forest retrained, with the same seed, on fewer
+columns of the data), then to fewer trees (a subset of the model's ``estimators_``), within
+:data:`SHRINK_RUNS` runs of the peer and :data:`SHRINK_FACTOR` times the seconds of the case's
+own run (a peer that takes seconds to start, as PyXAI's worker does, gets fewer attempts).
+Timeouts are not shrunk (each attempt would cost the whole time limit).
+
+**Repro files.** Each failing case is written at once, atomically, to
+``DIR/peer-<adapter>-<seed>-<k>.json`` (:func:`~rfcircuits.crosscheck.peer_repro.peer_repro`:
+``rfcircuits.repro/1`` with the peer's answers, our verdicts and their counterexample worlds;
+``seed``, ``case`` and ``shrunk_from`` as ``fuzz`` writes them; ``peer.case`` says what the
+shrunk case keeps and the raw rows the peer was given, and :func:`task_from_repro` rebuilds
+the scikit-learn model from it to run the peer again).
+
+**Exit status** (:func:`exit_code`): 1 when a promise is broken, an item promised is missing,
+we dispute an item, or the peer crashed on some row; 0 otherwise (timeouts are listed and
+counted, as explainers with a time limit are entitled to them). Cases run one after another
+in this process (no ``--jobs``), each peer run in a fresh child, so that nothing an adapter
+keeps carries from one case to the next. A signal stops the run; the files written are whole,
+and a failure found in the case it stops is saved unshrunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import json
+import math
+import multiprocessing
+import os
+import random
+import re
+import signal
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from rfcircuits.atomicio import output_dir, write_json
+from rfcircuits.forest import Feature, Forest, Instance, float32_floor
+from rfcircuits.interrupts import SIGNALS
+from rfcircuits.progress import Progress
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
+from rfcircuits.crosscheck.adapters.base import Answer, Task
+from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
+from rfcircuits.crosscheck.peer_repro import peer_repro
+from rfcircuits.crosscheck.promises import PeerReport, grade_answers
+from rfcircuits.crosscheck.strategies import (all_worlds, margin, pick_by_margin, random_instance,
+                                              with_edge_worlds)
+
+#: Data rows closest to a vote tie explained in each case.
+NEAR_TIES = 3
+#: A forest with more worlds than this looks for its edge worlds among as many random ones.
+WORLD_POOL = 4096
+#: Most runs of the peer that shrinking one failing case may take, and most seconds, as a
+#: multiple of the case's own run.
+SHRINK_RUNS = 40
+SHRINK_FACTOR = 10.0
+#: The backstop on a peer's time (module docstring): seconds to start, and more per row than
+#: the task's time limit (the PyXAI adapter waits as much longer for a call).
+START_SECONDS = 60.0
+ROW_SLACK = 10.0
+#: Seconds a peer stopped for its time limit has to clean up before it is killed.
+STOP_GRACE = 5.0
+#: Kinds of findings that fail a case (and the run).
+FAILING = ("broken", "missing", "disputed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases.
+
+
+@dataclass
+class PeerCase:
+    """A generated case: the data (``X`` raw values, ``y`` class indices), the forest's
+    training ``params``, the ``rows`` to explain (raw values, all columns) and the model trained
+    on every column (``model``)."""
+
+    seed: int
+    k: int
+    X: np.ndarray
+    y: np.ndarray
+    params: dict[str, int]
+    rows: np.ndarray
+    model: Any
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a (shrunk) case keeps of the generated one: the data's ``columns``, the ``trees``
+    (indices into ``estimators_``) of the forest trained on them (None: all of them) and the
+    ``picks``, indices of the case's rows."""
+
+    columns: tuple[int, ...]
+    trees: tuple[int, ...] | None
+    picks: tuple[int, ...]
+
+
+def make_case(seed: int, k: int) -> PeerCase:
+    """Case ``k`` of a run with ``seed`` (module docstring). Its cost is training the forest
+    and, for the edge worlds, the votes of up to :data:`WORLD_POOL` worlds."""
+    rng = random.Random(f"{seed}/{k}/peer")
+    n_features, n_classes, n_rows = rng.randint(2, 5), rng.randint(2, 4), rng.randint(20, 80)
+    columns = []
+    for _ in range(n_features):
+        if rng.random() < 0.4:  # a few distinct values: every tree splits between the same ones
+            values = rng.sample(range(10), rng.randint(2, 4))
+            columns.append([float(rng.choice(values)) for _ in range(n_rows)])
+        else:
+            columns.append([round(rng.uniform(0, 10), 2) for _ in range(n_rows)])
+    X = np.array(columns).T
+    y = _labels(rng, X, n_classes)
+    params = {"n_estimators": rng.randint(1, 7), "max_depth": rng.randint(1, 4),
+              "random_state": rng.randrange(2 ** 31)}
+    model = _train(X, y, params)
+    forest = _import(model, range(n_features), n_classes)
+    first: dict[Instance, int] = {}  # the first data row of each instance
+    for i, x in enumerate(instances_from_values(forest, X)):
+        first.setdefault(x, i)
+    data = list(first)
+    chosen = [data[j] for j in pick_by_margin(forest, data, NEAR_TIES)]
+    pool = all_worlds(forest) if forest.n_worlds() <= WORLD_POOL else \
+        [random_instance(rng, forest) for _ in range(WORLD_POOL)]
+    rng.shuffle(pool)
+    chosen = with_edge_worlds(forest, chosen, rng, pool)
+    for want in (lambda w: margin(forest, w) == 1, lambda w: w not in first):
+        if not any(want(x) for x in chosen):
+            chosen.extend(itertools.islice((w for w in pool if want(w)), 1))
+    rows = np.array([X[first[x]] if x in first else world_values(forest, x) for x in chosen])
+    if instances_from_values(forest, rows) != chosen:
+        raise AssertionError(f"case {seed}/{k}: raw values that miss their states")
+    return PeerCase(seed, k, X, y, params, rows, model)
+
+
+def _labels(rng: random.Random, X: np.ndarray, n_classes: int) -> np.ndarray:
+    """The class whose random linear score (over the centred features) is highest, a tenth of
+    the labels redrawn at random; every class given to some row."""
+    weights = np.array([[rng.uniform(-1, 1) for _ in range(X.shape[1])]
+                        for _ in range(n_classes)])
+    y = [int(c) for c in np.argmax((X - X.mean(axis=0)) @ weights.T, axis=1)]
+    for i in range(len(y)):
+        if rng.random() < 0.1:
+            y[i] = rng.randrange(n_classes)
+    for c in range(n_classes):
+        if c not in y:  # take a row from a class that has others
+            counts = Counter(y)
+            y[next(i for i in rng.sample(range(len(y)), len(y)) if counts[y[i]] > 1)] = c
+    return np.array(y)
+
+
+def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int]) -> Any:
+    from sklearn.ensemble import RandomForestClassifier
+
+    return RandomForestClassifier(**params).fit(X, y)
+
+
+def _import(model: Any, columns: Sequence[int], n_classes: int) -> Forest:
+    return forest_from_sklearn(model, [f"x{c}" for c in columns],
+                               [f"c{c}" for c in range(n_classes)])
+
+
+def state_value(feature: Feature, s: int, input_dtype: str) -> float:
+    """A raw value in state ``s`` of a numeric feature as a forest reading ``input_dtype``
+    places it: the middle of its interval (the outer states taken one unit wide), or, when
+    float32 rounding carries the middle out of a narrow state, the largest float32 not above
+    its upper threshold (inside: merged thresholds have distinct float32 floors)."""
+    ts = feature.thresholds
+    assert ts is not None
+    if not ts:
+        return 0.0
+    low = ts[s - 1] if s > 0 else ts[0] - 1.0
+    high = ts[s] if s < len(ts) else ts[-1] + 1.0
+    middle = (low + high) / 2
+    return middle if feature.state_of_value(middle, input_dtype) == s else float32_floor(high)
+
+
+def world_values(forest: Forest, x: Instance) -> list[float]:
+    """Raw values of a world (:func:`state_value` per feature)."""
+    return [state_value(f, s, forest.input_dtype) for f, s in zip(forest.features, x)]
+
+
+def build(case: PeerCase, shape: Shape, timeout: float) -> Task:
+    """The task of ``case`` as ``shape`` keeps it: the model retrained (same seed) when it
+    drops columns, its trees cut to ``shape.trees``."""
+    n_classes = int(case.y.max()) + 1
+    columns = list(shape.columns)
+    model = case.model if len(columns) == case.X.shape[1] else \
+        _train(case.X[:, columns], case.y, case.params)
+    if shape.trees is not None:
+        model = _with_trees(model, shape.trees)
+    forest = _import(model, columns, n_classes)
+    rows = case.rows[np.ix_(list(shape.picks), columns)]
+    return Task(forest, model, case.X[:, columns], case.y, rows,
+                instances_from_values(forest, rows), seed=case.params["random_state"],
+                timeout=timeout)
+
+
+def _with_trees(model: Any, trees: Sequence[int]) -> Any:
+    """A shallow copy of a fitted forest keeping ``trees`` of its ``estimators_``."""
+    small = copy.copy(model)
+    small.estimators_ = [model.estimators_[t] for t in trees]
+    small.n_estimators = len(trees)
+    return small
+
+
+def full_shape(case: PeerCase) -> Shape:
+    return Shape(tuple(range(case.X.shape[1])), None, tuple(range(len(case.rows))))
+
+
+def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
+    """The task a ``fuzz --adapter`` repro file was saved from (its case regenerated from
+    ``seed`` and ``case``, cut as ``peer.case`` says): run the peer on it again."""
+    kept = doc["peer"]["case"]
+    trees = kept["trees"]
+    shape = Shape(tuple(kept["columns"]), None if trees is None else tuple(trees),
+                  tuple(kept["picks"]))
+    return build(make_case(doc["seed"], doc["case"]), shape, timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the peer.
+
+
+def guarded_answers(adapter: Any, task: Task) -> list[Answer]:
+    """One answer per row of ``task``, in row order: the peer's own, or a timeout or an error
+    for the rows it left (module docstring)."""
+    n = len(task.rows)
+    got: dict[int, Answer] = {}
+    status, why = "error", "the peer gave no answer for this row"
+    with _peer_messages(adapter, task) as messages:
+        for kind, value in messages:
+            problem = _misfit(value, n, got) if kind == "answer" else ""
+            if kind == "answer" and not problem:
+                got[value.index] = value
+                continue
+            if kind == "timeout":
+                status = kind
+            why = problem or value or why
+            break
+    return [got.get(i) or Answer(i, status, error=why) for i in range(n)]
+
+
+@contextlib.contextmanager
+def _peer_messages(adapter: Any, task: Task) -> Iterator[Iterator[tuple[str, Any]]]:
+    """The peer's messages (:func:`_messages`) from a forked child, which is stopped when
+    the block ends; a last ``("timeout", why)`` when the time is up, ``("error", why)`` when
+    the child died. In this process when processes cannot be forked."""
+    if not can_fork():
+        yield _messages(adapter, task)
+        return
+    receive, send = multiprocessing.Pipe(duplex=False)
+    ctx = multiprocessing.get_context("fork")
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:  # the child starts with the signals blocked, until it has its own handlers
+        child = ctx.Process(target=_child, args=(adapter, task, send, os.getpid(), blocked),
+                            daemon=True)
+        child.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    send.close()
+    budget = START_SECONDS + (len(task.rows) + 1) * (task.timeout + ROW_SLACK)
+
+    def received() -> Iterator[tuple[str, Any]]:
+        deadline = time.monotonic() + budget
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not receive.poll(left):
+                yield "timeout", f"no answer within {budget:g} s (the time limit per row " \
+                                 f"was {task.timeout:g} s)"
+                return
+            try:
+                yield receive.recv()
+            except EOFError:
+                child.join(STOP_GRACE)
+                yield "error", f"the peer's process died ({_exit_text(child.exitcode)})"
+                return
+
+    try:
+        yield received()
+    finally:
+        if child.is_alive():
+            child.terminate()
+            child.join(STOP_GRACE)
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()
+
+
+def _messages(adapter: Any, task: Task) -> Iterator[tuple[str, Any]]:
+    """``("answer", Answer)`` per answer of the peer, then ``("done", "")`` or ``("error",
+    what the peer raised)``."""
+    try:
+        for answer in adapter.explain(task):
+            yield "answer", answer
+    except Exception as exc:  # the peer's crash is a finding
+        yield "error", _crash_text(exc)
+        return
+    yield "done", ""
+
+
+def _child(adapter: Any, task: Task, conn: Any, parent: int, mask: Any) -> None:
+    """The forked child: the peer's messages through ``conn``. SIGINT is the parent's; a
+    SIGTERM (the parent stopping it) exits through the adapter's ``finally`` blocks."""
+    _leave_signals(parent, mask)
+    signal.signal(signal.SIGTERM, _exit)
+    try:
+        for message in _messages(adapter, task):
+            conn.send(message)
+    except Exception as exc:  # an answer that cannot be sent (not picklable)
+        conn.send(("error", "cannot pass on the peer's answer: " + _crash_text(exc)))
+
+
+def _exit(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _misfit(value: Any, n: int, got: dict[int, Answer]) -> str:
+    """What is wrong with one answer of the peer ('' when nothing)."""
+    if not isinstance(value, Answer):
+        return f"the peer yielded a {type(value).__name__}, not an Answer"
+    if not isinstance(value.index, int) or not 0 <= value.index < n:
+        return f"the peer answered row {value.index!r}, not one of 0..{n - 1}"
+    if value.index in got:
+        return f"the peer answered row {value.index} twice"
+    return ""
+
+
+def _crash_text(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{at}"
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading, shrinking, saving.
+
+#: One run of the peer on a task: the task, the peer's answers, our report.
+Run = tuple[Task, list[Answer], PeerReport]
+#: What failed: a finding's (kind, field, promise), or (``error``, '', the exception's name,
+#: if the error names one) or (``timeout``, '', '').
+Failure = tuple[str, str, str]
+
+
+def run_case(adapter: Any, version: str, case: PeerCase, shape: Shape, timeout: float) -> Run:
+    """The peer on ``case`` cut to ``shape``, graded."""
+    task = build(case, shape, timeout)
+    answers = guarded_answers(adapter, task)
+    report = grade_answers(task.forest, task.instances, answers, adapter.name, version,
+                           adapter.ties, adapter.promises)
+    return task, answers, report
+
+
+def failures(report: PeerReport) -> list[tuple[Failure, int]]:
+    """What fails in a report, findings first, each with its row (from 1)."""
+    out = [((f.kind, f.field, f.promise), f.row) for f in report.findings if f.kind in FAILING]
+    for f in report.failures:
+        named = re.match(r"\w+(?=: )", f["error"]) if f["status"] != "timeout" else None
+        out.append((("timeout" if f["status"] == "timeout" else "error", "",
+                     named.group(0) if named else ""), f["row"]))
+    return out
+
+
+def shrink(adapter: Any, version: str, case: PeerCase, run: Run, failure: Failure, row: int,
+           timeout: float, seconds: float) -> tuple[Shape, Run]:
+    """The smallest cut of ``case`` found on which ``failure`` persists (module docstring),
+    and its run; ``run`` is the case's own, which took ``seconds`` and whose ``row`` (from 1)
+    shows the failure."""
+    shape, runs = full_shape(case), 0
+    until = time.monotonic() + SHRINK_FACTOR * max(seconds, 1.0)
+
+    def attempt(candidate: Shape) -> bool:
+        nonlocal shape, run, runs
+        if runs >= SHRINK_RUNS or time.monotonic() > until:
+            return False
+        runs += 1
+        tried = run_case(adapter, version, case, candidate, timeout)
+        if failure not in {f for f, _ in failures(tried[2])}:
+            return False
+        shape, run = candidate, tried
+        return True
+
+    if len(shape.picks) > 1:
+        attempt(replace(shape, picks=(shape.picks[row - 1],)))
+    while len(shape.columns) > 1 and any(
+            attempt(replace(shape, columns=tuple(c for c in shape.columns if c != drop)))
+            for drop in shape.columns):
+        pass
+    trees = tuple(range(len(run[0].model.estimators_)))
+    while len(trees) > 1 and any(
+            attempt(replace(shape, trees=tuple(t for t in trees if t != drop)))
+            for drop in trees):
+        trees = shape.trees or trees
+    return shape, run
+
+
+def save(out_dir: str, adapter: Any, case: PeerCase, shape: Shape, run: Run,
+         original: Task) -> str:
+    """Write the repro file of a failing case (module docstring); its path."""
+    task, answers, report = run
+    doc = peer_repro(report, task.forest, task.instances, answers)
+    doc.update(seed=case.seed, case=case.k,
+               shrunk_from={"trees": len(original.forest.trees),
+                            "features": len(original.forest.features)})
+    doc["peer"]["case"] = {"columns": list(shape.columns),
+                           "trees": None if shape.trees is None else list(shape.trees),
+                           "picks": list(shape.picks), "rows": task.rows.tolist()}
+    name = re.sub(r"[^\w.-]", "_", adapter.name)
+    path = os.path.join(out_dir, f"peer-{name}-{case.seed}-{case.k}.json")
+    write_json(path, doc)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# The run.
+
+
+@dataclass
+class PeerSummary:
+    """What a ``fuzz --adapter`` run did: ``cases``, ``checks`` (the peer's items graded),
+    ``failures`` (repro paths), ``rows`` explained, of them ``ties`` (``exact``, ``margin_1``:
+    one vote from a tie) and per decided class (``classes``), ``findings`` by kind (broken,
+    missing, disputed; ``errors`` and ``timeouts``: rows) and the ``differences`` of
+    definition counted (not errors)."""
+
+    peer: dict[str, str]
+    cases: int = 0
+    checks: int = 0
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    interrupted: bool = False
+    rows: int = 0
+    ties: dict[str, int] = field(default_factory=lambda: {"exact": 0, "margin_1": 0})
+    classes: dict[str, int] = field(default_factory=dict)
+    findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        (*FAILING, "errors", "timeouts"), 0))
+    differences: dict[str, int] = field(default_factory=dict)
+
+    def count(self, task: Task, report: PeerReport) -> None:
+        forest = task.forest
+        self.cases += 1
+        self.rows += len(task.instances)
+        for x in task.instances:
+            m = margin(forest, x)
+            self.ties["exact"] += m == 0
+            self.ties["margin_1"] += m == 1
+            c = forest.classes[forest.decision(x)]
+            self.classes[c] = self.classes.get(c, 0) + 1
+        for tally in report.fields.values():
+            self.checks += tally.items
+            for kind, n in tally.differences.items():
+                self.differences[kind] = self.differences.get(kind, 0) + n
+        for f in report.findings:
+            if f.kind in FAILING:
+                self.findings[f.kind] += 1
+        for failure in report.failures:
+            self.findings["timeouts" if failure["status"] == "timeout" else "errors"] += 1
+
+
+def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: float = 60.0,
+              progress: bool = True, cases: int | None = None) -> PeerSummary:
+    """Run cases ``0, 1, ...`` of ``seed`` on ``adapter`` for ``seconds`` (or ``cases`` of
+    them, whichever ends first); failing cases land in ``out_dir``. ``timeout``: the seconds
+    the peer may take per row. A signal stops the run; the files saved are whole."""
+    version = adapter.version()
+    output_dir(out_dir)
+    summary = PeerSummary({"name": adapter.name, "version": version})
+    start = time.monotonic()
+    bar = Progress(f"fuzz {adapter.name}", enabled=progress)
+    try:
+        k = 0
+        while time.monotonic() - start < seconds and (cases is None or k < cases):
+            case = make_case(seed, k)
+            started = time.monotonic()
+            run = run_case(adapter, version, case, full_shape(case), timeout)
+            summary.count(run[0], run[2])
+            found = failures(run[2])
+            if found:
+                failure, row = found[0]
+                shape, kept, stopped = full_shape(case), run, False
+                try:
+                    if failure[0] != "timeout":
+                        shape, kept = shrink(adapter, version, case, run, failure, row, timeout,
+                                             time.monotonic() - started)
+                except KeyboardInterrupt:  # a signal while shrinking: saved as found
+                    stopped = True
+                summary.failures.append(save(out_dir, adapter, case, shape, kept, run[0]))
+                bar.write(f"[fuzz] case {k}: {_failure_text(failure, row, run[2])}; saved to "
+                          f"{summary.failures[-1]}")
+                if stopped:
+                    raise KeyboardInterrupt
+            k += 1
+            bar.note(f"{summary.cases} cases, {summary.rows} rows, "
+                     f"{len(summary.failures)} failures")
+            if cases is not None:
+                bar(k, cases)
+            elif math.isfinite(seconds):
+                bar(min(round(time.monotonic() - start), round(seconds)), round(seconds))
+    except KeyboardInterrupt:  # the case in progress is lost (but for a failure found)
+        summary.interrupted = True
+    finally:
+        bar.close()
+        summary.seconds = time.monotonic() - start
+    return summary
+
+
+def _failure_text(failure: Failure, row: int, report: PeerReport) -> str:
+    kind, name, what = failure
+    if kind in FAILING:
+        return f"{kind} {name}: {what}"
+    error = next(f["error"] for f in report.failures if f["row"] == row)
+    return f"the peer's {kind}: {error[:200]}"
+
+
+def exit_code(summary: PeerSummary) -> int:
+    """1 for a broken promise, a missing item, a dispute or a crash of the peer; else 0."""
+    return int(any(summary.findings[k] for k in (*FAILING, "errors")))
+
+
+def summary_json(summary: PeerSummary) -> str:
+    return json.dumps(asdict(summary), ensure_ascii=False)
+
+
+def summary_text(summary: PeerSummary) -> str:
+    s, f = summary, summary.findings
+    rate = s.cases / max(1e-9, s.seconds)
+    lines = [
+        f"fuzz --adapter {s.peer['name']} ({s.peer['version']}): {s.cases} cases "
+        f"({rate:.2f}/s), {s.rows} rows ({s.ties['exact']} exact ties, {s.ties['margin_1']} "
+        f"one vote from a tie; decided " + ", ".join(
+            f"{c} {n}" for c, n in sorted(s.classes.items())) + f"), {s.checks} items graded "
+        f"in {s.seconds:.0f} s" + (" (interrupted)" if s.interrupted else ""),
+        f"findings: {f['broken']} broken promises, {f['missing']} items missing, "
+        f"{f['disputed']} disputes (our bug); the peer failed on {f['errors']} rows and timed "
+        f"out on {f['timeouts']}"]
+    if s.differences:
+        lines.append("differences of definition (not errors): " + "; ".join(
+            f"{k} {v}" for k, v in sorted(s.differences.items())))
+    if s.failures:
+        lines.append("failing cases (repro files):")
+        lines.extend(f"  {path}" for path in s.failures)
+    problems = [f"{f[k]} {label}" for k, label in
+                (("broken", "broken promises"), ("missing", "items missing"),
+                 ("disputed", "disputes"), ("errors", "rows the peer crashed on")) if f[k]]
+    lines.append("result: " + ("; ".join(problems) + " (exit 1)" if problems else
+                               "every promise kept" + (f", {f['timeouts']} timeouts"
+                                                       if f["timeouts"] else "")))
+    return "\n".join(lines)
