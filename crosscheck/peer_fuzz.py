@@ -29,7 +29,7 @@ Where processes cannot be forked, the peer runs in this process, with no time li
 **Verdicts.** A case fails when the report has a broken promise, an item missing that the
 peer promised to give (``answers: all``), a dispute between our engine and the SAT oracle
 (our bug), or a row the peer failed on (an error, unreadable output, a timeout): crashes and
-timeouts are counted apart from the findings. A failing case is shrunk while the first of
+timeouts are counted apart from the findings, and only the findings fail the run. A failing case is shrunk while the first of
 its failures persists (:func:`shrink`; the same kind, field and promise of a finding, an
 error raising the same exception): to the one row
 that shows it, then to fewer features (the forest retrained, with the same seed, on fewer
@@ -45,9 +45,9 @@ Timeouts are not shrunk (each attempt would cost the whole time limit).
 shrunk case keeps and the raw rows the peer was given, and :func:`task_from_repro` rebuilds
 the scikit-learn model from it to run the peer again).
 
-**Exit status** (:func:`exit_code`): 1 when a promise is broken, an item promised is missing,
-we dispute an item, or the peer crashed on some row; 0 otherwise (timeouts are listed and
-counted, as explainers with a time limit are entitled to them). Cases run one after another
+**Exit status** (:func:`exit_code`): 1 when a promise is broken, an item promised is missing
+or we dispute an item; 0 otherwise. The peer's crashes and timeouts are findings of their own
+kind: counted, and a case it crashed on is shrunk and saved like any failing case. Cases run one after another
 in this process (no ``--jobs``), each peer run in a fresh child, so that nothing an adapter
 keeps carries from one case to the next. A signal stops the run; the files written are whole,
 and a failure found in the case it stops is saved unshrunk.
@@ -560,8 +560,10 @@ def _failure_text(failure: Failure, row: int, report: PeerReport) -> str:
 
 
 def exit_code(summary: PeerSummary) -> int:
-    """1 for a broken promise, a missing item, a dispute or a crash of the peer; else 0."""
-    return int(any(summary.findings[k] for k in (*FAILING, "errors")))
+    """1 for a broken promise, a missing item or a dispute; else 0. The peer's crashes and
+    timeouts are findings of their own kind, counted and saved, as every report treats them
+    (:mod:`rfcircuits.crosscheck.promises`)."""
+    return int(any(summary.findings[k] for k in FAILING))
 
 
 def summary_json(summary: PeerSummary) -> str:
@@ -588,8 +590,9 @@ def summary_text(summary: PeerSummary) -> str:
         lines.extend(f"  {path}" for path in s.failures)
     problems = [f"{f[k]} {label}" for k, label in
                 (("broken", "broken promises"), ("missing", "items missing"),
-                 ("disputed", "disputes"), ("errors", "rows the peer crashed on")) if f[k]]
+                 ("disputed", "disputes")) if f[k]]
+    failed = [f"{f[k]} {label}" for k, label in
+              (("errors", "rows the peer crashed on"), ("timeouts", "timeouts")) if f[k]]
     lines.append("result: " + ("; ".join(problems) + " (exit 1)" if problems else
-                               "every promise kept" + (f", {f['timeouts']} timeouts"
-                                                       if f["timeouts"] else "")))
+                               "every promise kept") + "".join(f"; {t}" for t in failed))
     return "\n".join(lines)

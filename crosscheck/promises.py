@@ -281,7 +281,9 @@ class PeerReport:
 
     def tally(self, name: str) -> FieldTally:
         if name not in self.fields:
-            self.fields[name] = FieldTally(self.promises.get(name, Promise()))
+            promise = self.promises.get(name, Promise())
+            self.fields[name] = FieldTally(promise, completeness="not promised"
+                                           if promise.answers == "one" else "not checked")
         return self.fields[name]
 
     def result(self) -> str:
@@ -293,9 +295,11 @@ class PeerReport:
         text = "; ".join(parts) if parts else "every promise kept"
         if failures:
             text += f"; the peer failed on {failures} of {self.rows} rows"
-        unchecked = [n for n, t in self.fields.items() if t.completeness == "not promised"]
-        if unchecked and not parts:
-            text += f" (completeness not promised, not checked: {', '.join(unchecked)})"
+        for state in ("not promised", "not checked"):
+            names = [n for n, t in self.fields.items() if t.completeness == state]
+            if names and not parts:
+                text += f" (completeness {state}" + (", not checked" if state == "not promised"
+                                                     else "") + f": {', '.join(names)})"
         return text
 
     def to_json(self) -> dict[str, Any]:

@@ -166,11 +166,10 @@ def test_a_planted_fault_is_found_shrunk_and_saved_as_a_repro_that_fails_again(t
                json.loads(Path(path).read_text())["disagreements"])
 
 
-def test_crashes_and_timeouts_are_counted_apart_and_a_crash_fails_the_run(tmp_path, capsys,
-                                                                          monkeypatch):
+def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monkeypatch):
     out = str(tmp_path / "out")
     assert main(["fuzz", "--adapter", f"{ADAPTERS}:Crash", "--seconds", "0.1", "--out", out,
-                 "--json", "--no-progress"]) == 1
+                 "--json", "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert validator("fuzz-summary").is_valid(summary)
     assert summary["findings"] == {"broken": 0, "missing": 0, "disputed": 0,
@@ -183,7 +182,7 @@ def test_crashes_and_timeouts_are_counted_apart_and_a_crash_fails_the_run(tmp_pa
     monkeypatch.setattr(pf, "ROW_SLACK", 0.0)
     assert main(["fuzz", "--adapter", f"{ADAPTERS}:Slow", "--adapter-timeout", "0.05",
                  "--seconds", "0.1", "--out", out, "--no-progress"]) == 0
-    assert "result: every promise kept, " in capsys.readouterr().out
+    assert "result: every promise kept; 5 timeouts" in capsys.readouterr().out
     doc = json.loads(Path(out, "peer-slow-0-0.json").read_text())
     assert {d["check"] for d in doc["disagreements"]} == {"timeout"}
     assert len(doc["instances"]) == len(pf.make_case(0, 0).rows)  # a timeout is not shrunk
