@@ -75,7 +75,7 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.atomicio import output_dir, write_json
-from rfcircuits.forest import Feature, Forest, Instance, float32_floor
+from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
@@ -84,7 +84,7 @@ from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
 from rfcircuits.crosscheck.promises import PeerReport, grade_answers
 from rfcircuits.crosscheck.strategies import (all_worlds, margin, pick_by_margin, random_instance,
-                                              with_edge_worlds)
+                                              with_edge_worlds, world_values)
 
 #: Data rows closest to a vote tie explained in each case.
 NEAR_TIES = 3
@@ -195,26 +195,6 @@ def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int]) -> Any:
 def _import(model: Any, columns: Sequence[int], n_classes: int) -> Forest:
     return forest_from_sklearn(model, [f"x{c}" for c in columns],
                                [f"c{c}" for c in range(n_classes)])
-
-
-def state_value(feature: Feature, s: int, input_dtype: str) -> float:
-    """A raw value in state ``s`` of a numeric feature as a forest reading ``input_dtype``
-    places it: the middle of its interval (the outer states taken one unit wide), or, when
-    float32 rounding carries the middle out of a narrow state, the largest float32 not above
-    its upper threshold (inside: merged thresholds have distinct float32 floors)."""
-    ts = feature.thresholds
-    assert ts is not None
-    if not ts:
-        return 0.0
-    low = ts[s - 1] if s > 0 else ts[0] - 1.0
-    high = ts[s] if s < len(ts) else ts[-1] + 1.0
-    middle = (low + high) / 2
-    return middle if feature.state_of_value(middle, input_dtype) == s else float32_floor(high)
-
-
-def world_values(forest: Forest, x: Instance) -> list[float]:
-    """Raw values of a world (:func:`state_value` per feature)."""
-    return [state_value(f, s, forest.input_dtype) for f, s in zip(forest.features, x)]
 
 
 def build(case: PeerCase, shape: Shape, timeout: float) -> Task:

@@ -40,9 +40,8 @@ a plugin's flags, and takes a separate ``DIR`` for a path to test.
 every field of the case): a :class:`~rfcircuits.crosscheck.adapters.base.Task` whose
 ``forest`` is the case's forest (our format: corpus forests are not scikit-learn models, so
 ``model`` is None and ``X_train``/``y_train`` are empty), ``instances`` its instances (state
-indices) and ``rows`` a raw value per feature standing for each state (:func:`raw_rows`: the
-upper bound of an interval, below the first threshold or above the last one for the outer
-states); a categorical feature has no raw value (NaN in ``rows``): an adapter that handles
+indices) and ``rows`` a raw value per feature standing for each state (:func:`raw_rows`: a
+value inside the state's interval); a categorical feature has no raw value (NaN in ``rows``): an adapter that handles
 categorical features reads ``instances`` and ``forest``. ``seed`` is 0 and ``timeout`` is the
 per-case limit.
 
@@ -273,25 +272,15 @@ class CorpusField(pytest.Item):
 
 
 def raw_rows(forest: Forest, instances: Sequence[Instance]) -> np.ndarray:
-    """A raw value for each state of each instance (rows × features): for a numeric state
-    ``(t_i, t_i+1]`` its upper bound ``t_i+1`` (as the forest reads it: the largest float32
-    not above it for a float32 forest), ``t_1 - 1`` for the first state, ``t_m + 1`` for the
-    last, 0 for a feature with one state; NaN for a categorical feature."""
+    """A raw value for each state of each instance (rows × features): a value inside each
+    numeric state as the forest reads it (:func:`~rfcircuits.crosscheck.strategies.
+    state_value`); NaN for a categorical feature."""
     import numpy as np
 
-    from rfcircuits.forest import float32_floor
+    from rfcircuits.crosscheck.strategies import world_values
 
-    rows = np.full((len(instances), len(forest.features)), np.nan)
-    for f, feature in enumerate(forest.features):
-        t = feature.thresholds
-        if t is None:
-            continue
-        for s in range(feature.n_states):
-            value = 0.0 if not t else t[0] - 1 if s == 0 else t[-1] + 1 if s == len(t) else t[s]
-            if feature.state_of_value(value, forest.input_dtype) != s:  # float32 rounds up
-                value = float32_floor(value)
-            rows[[k for k, x in enumerate(instances) if x[f] == s], f] = value
-    return rows
+    return np.array([world_values(forest, x) for x in instances], dtype=float).reshape(
+        len(instances), len(forest.features))
 
 
 def _peer_traceback(exc: BaseException) -> str:

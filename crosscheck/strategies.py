@@ -14,12 +14,13 @@ world per decided class (shared by the corpus, the harness's scheduling and ``ve
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
-                               mask_states)
+                               float32_floor, mask_states)
 
 
 @dataclass(frozen=True)
@@ -183,3 +184,25 @@ def forest_and_instance(limits: Limits = Limits()):  # -> SearchStrategy[tuple[F
         return forest, x
 
     return draw()
+
+
+def state_value(feature: Feature, s: int, input_dtype: str) -> float:
+    """A raw value in state ``s`` of a numeric feature as a forest reading ``input_dtype``
+    places it (0 for a feature without thresholds; NaN for a categorical feature, which has
+    no raw values): the middle of its interval (the outer states taken one unit wide), or, when
+    float32 rounding carries the middle out of a narrow state, the largest float32 not above
+    its upper threshold (inside: merged thresholds have distinct float32 floors)."""
+    ts = feature.thresholds
+    if ts is None:
+        return math.nan
+    if not ts:
+        return 0.0
+    low = ts[s - 1] if s > 0 else ts[0] - 1.0
+    high = ts[s] if s < len(ts) else ts[-1] + 1.0
+    middle = (low + high) / 2
+    return middle if feature.state_of_value(middle, input_dtype) == s else float32_floor(high)
+
+
+def world_values(forest: Forest, x: Instance) -> list[float]:
+    """Raw values of a world (:func:`state_value` per feature)."""
+    return [state_value(f, s, forest.input_dtype) for f, s in zip(forest.features, x)]
