@@ -79,7 +79,7 @@ from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import Answer, Task
+from rfcircuits.crosscheck.adapters.base import Answer, Task, protocol_error
 from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
 from rfcircuits.crosscheck.promises import PeerReport, grade_answers
@@ -247,7 +247,7 @@ def guarded_answers(adapter: Any, task: Task) -> list[Answer]:
     status, why = "error", "the peer gave no answer for this row"
     with _peer_messages(adapter, task) as messages:
         for kind, value in messages:
-            problem = _misfit(value, n, got) if kind == "answer" else ""
+            problem = protocol_error(value, n, got) if kind == "answer" else ""
             if kind == "answer" and not problem:
                 got[value.index] = value
                 continue
@@ -331,17 +331,6 @@ def _child(adapter: Any, task: Task, conn: Any, parent: int, mask: Any) -> None:
 
 def _exit(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
-
-
-def _misfit(value: Any, n: int, got: dict[int, Answer]) -> str:
-    """What is wrong with one answer of the peer ('' when nothing)."""
-    if not isinstance(value, Answer):
-        return f"the peer yielded a {type(value).__name__}, not an Answer"
-    if not isinstance(value.index, int) or not 0 <= value.index < n:
-        return f"the peer answered row {value.index!r}, not one of 0..{n - 1}"
-    if value.index in got:
-        return f"the peer answered row {value.index} twice"
-    return ""
 
 
 def _crash_text(exc: BaseException) -> str:

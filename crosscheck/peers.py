@@ -30,7 +30,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import instances_from_values
-from rfcircuits.crosscheck.adapters.base import Answer, Task, load_adapter
+from rfcircuits.crosscheck.adapters.base import Answer, Task, load_adapter, protocol_error
 from rfcircuits.crosscheck.promises import PeerReport, PromiseGrader
 from rfcircuits.crosscheck.strategies import pick_by_margin
 
@@ -105,19 +105,21 @@ def run_peer(adapter: Any, task: Task, progress: Progress | None = None,
                        adapter.promises) as grader:
         if progress is not None:
             progress.stage(f"{adapter.name}: rows explained and graded", len(task.rows))
-        seen = 0
+        seen: set[int] = set()
         answers = adapter.explain(task)
         try:
             for answer in answers:
-                if not 0 <= answer.index < len(task.instances):
-                    raise InputError(f"{adapter.name}: answered row {answer.index}, but the "
-                                     f"task has {len(task.instances)} rows")
+                problem = protocol_error(answer, len(task.rows), seen)
+                if problem:
+                    grader.report.failures.append({"row": None, "status": "error",
+                                                   "error": problem})
+                    continue
+                seen.add(answer.index)
                 grader.grade(answer, task.instances[answer.index])
                 if answers_out is not None:
                     answers_out.append(answer)
-                seen += 1
                 if progress is not None:
-                    progress(seen, len(task.rows))
+                    progress(len(seen), len(task.rows))
         finally:
             close = getattr(answers, "close", None)
             if close is not None:

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import numbers
 import os
 import re
 import sys
@@ -320,22 +319,17 @@ def checked_answers(answers: Sequence[Any],
                     rows: int) -> tuple[list[Answer], list[dict[str, Any]]]:
     """The answers that keep the protocol (an :class:`Answer` per row, each row once) and
     failures for the rest (``row`` counts from 1; None when no row can be named)."""
-    from rfcircuits.crosscheck.adapters.base import Answer
+    from rfcircuits.crosscheck.adapters.base import Answer, protocol_error
 
     kept: dict[int, Answer] = {}
     failures: list[dict[str, Any]] = []
     for answer in answers:
-        if not isinstance(answer, Answer):
-            failures.append({"row": None, "status": "error", "error": (
-                f"explain yielded a {type(answer).__name__}, not an Answer")})
-        elif not isinstance(answer.index, numbers.Integral) or not 0 <= answer.index < rows:
-            failures.append({"row": None, "status": "error", "error": (
-                f"an answer for row index {answer.index}, but the task has {rows} rows")})
-        elif answer.index in kept:
-            failures.append({"row": answer.index + 1, "status": "error",
-                             "error": "answered twice (the first answer is graded)"})
-        else:
+        problem = protocol_error(answer, rows, kept)
+        if not problem:
             kept[answer.index] = answer
+            continue
+        row = answer.index + 1 if isinstance(answer, Answer) and answer.index in kept else None
+        failures.append({"row": row, "status": "error", "error": problem})
     return list(kept.values()), failures
 
 

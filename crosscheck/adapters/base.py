@@ -34,7 +34,8 @@ nothing to inherit); ``ADAPTERS`` names the built-in ones and :func:`load_adapte
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+import numbers
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -133,6 +134,19 @@ class Adapter(Protocol):
     def explain(self, task: Task) -> Iterator[Answer]:
         """One answer per row of ``task``, in any order, each as soon as it is known."""
         ...
+
+
+def protocol_error(value: Any, rows: int, seen: Container[int]) -> str:
+    """What is wrong with one value an adapter's ``explain`` yielded for a task of ``rows``
+    rows, ``seen`` being the rows already answered ('' when it keeps the protocol: an
+    :class:`Answer` for a new row)."""
+    if not isinstance(value, Answer):
+        return f"explain yielded a {type(value).__name__}, not an Answer"
+    if not isinstance(value.index, numbers.Integral) or not 0 <= value.index < rows:
+        return f"an answer for row index {value.index!r}, but the task has {rows} rows"
+    if value.index in seen:
+        return f"row index {value.index} answered twice (the first answer is graded)"
+    return ""
 
 
 class PeerUnavailable(InputError):
