@@ -341,7 +341,8 @@ class PeerReport:
                 out.append(f"{title}:")
                 out.extend(f.text(self.forest) for f in chosen)
         for failure in self.failures:
-            out.append(f"peer {failure['status']} on row {failure['row']}: {failure['error']}")
+            where = f" on row {failure['row']}" if failure["row"] is not None else ""
+            out.append(f"peer {failure['status']}{where}: {failure['error']}")
         out.append(f"time per row (median): peer {_median(self.peer_seconds)} s, "
                    f"grading {_median(self.our_seconds)} s")
         out.append(f"result: {self.result()}")
