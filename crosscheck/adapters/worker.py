@@ -15,6 +15,7 @@ with SIGKILL, never a broad name.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -118,7 +119,9 @@ class Worker:
             if left <= 0 or not self.selector.select(left):
                 return None
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-            if not chunk:
+            if not chunk:  # its stdout closed: it is exiting, so let `dead` see it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(max(deadline - time.monotonic(), 0.0))
                 return None
             self.buffer += chunk
 
