@@ -41,12 +41,15 @@ needs_rfxpl = pytest.mark.skipif(configured() is None, reason=f"RFxpl not config
 # A stand-in for RFxpl's xrf package: its answer depends on the row's petal length.
 FAKE_XRF = r'''
 import os, sys, time
+import numpy as np
 
 class XRF:
     def __init__(self, model, features, classes, verb=0):
         self.enc = type("Encoding", (), {"target": 0})()
 
     def enumerate(self, inst, xtype, etype="maxsat", smallest=True, xnum=100):
+        if any(float(np.float32(v)) != v for v in inst):
+            raise ValueError("not read as the model reads it (float32)")
         petal = inst[2]
         if petal < 2:
             return iter([[3, 2]] if xtype == "abd" else [[2], [3]])
