@@ -168,6 +168,7 @@ ADAPTERS: dict[str, tuple[str, dict[str, Any]]] = {
                           {"kind": "minimal_contrastive_reason"}),
     "anchors": ("rfcircuits.crosscheck.adapters.anchors:AnchorsAdapter", {}),
     "rfxpl": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {}),
+    "command": ("rfcircuits.crosscheck.adapters.command:CommandAdapter", {}),
 }
 
 

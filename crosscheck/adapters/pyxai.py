@@ -43,9 +43,6 @@ import importlib.util
 import json
 import os
 import pickle
-import selectors
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,13 +56,15 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
 from rfcircuits.crosscheck.verify import interval_mask
+from rfcircuits.crosscheck.adapters.worker import Worker, reply
 
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
+#: This module, run as the worker (``python -m``, :class:`~rfcircuits.crosscheck.adapters.
+#: worker.Worker`).
+WORKER_MODULE = "rfcircuits.crosscheck.adapters.pyxai"
 #: A kind whose calls ran past ``--timeout`` this many times is skipped for the rest.
 MAX_TIMEOUTS = 2
-#: Prefix of the worker's protocol lines (PyXAI prints to stdout too).
-MARK = "@@rfcircuits "
 
 
 def pyxai_version() -> str | None:
@@ -126,7 +125,7 @@ def pyxai_reading(forest: Forest, x: Instance, representation: Sequence[Conditio
 
 
 def _worker_main(workdir: str) -> None:
-    """Serve PyXAI calls: read ``{"i", "kind"}`` lines on stdin, answer with ``MARK`` lines."""
+    """Serve PyXAI calls: read ``{"i", "kind"}`` lines on stdin, answer with :func:`reply`."""
     sys.argv = [sys.argv[0]]  # import pyxai parses the command line
     import warnings
 
@@ -169,7 +168,7 @@ def _worker_main(workdir: str) -> None:
             time_limit=limit),
     }
     current = None
-    print(MARK + json.dumps({"ready": True}), flush=True)
+    reply({"ready": True})
     for line in sys.stdin:
         request = json.loads(line)
         i, kind = request["i"], request["kind"]
@@ -188,70 +187,7 @@ def _worker_main(workdir: str) -> None:
         except Exception as exc:  # PyXAI's failure is a finding, reported per call
             answer.update(status="error", error=f"{type(exc).__name__}: {exc}")
         answer["seconds"] = time.perf_counter() - start
-        print(MARK + json.dumps(answer), flush=True)
-
-
-class _Worker:
-    """One worker subprocess in its own process group, read with deadlines."""
-
-    def __init__(self, workdir: str) -> None:
-        self.stderr = open(os.path.join(workdir, "worker.err"), "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rfcircuits.crosscheck.adapters.pyxai", workdir], cwd=workdir,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-            start_new_session=True)
-        self.buffer = b""
-        self.selector = selectors.DefaultSelector()
-        assert self.proc.stdout is not None
-        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
-
-    def ask(self, request: dict[str, Any] | None, seconds: float) -> dict[str, Any] | None:
-        """Send a request (None: just wait for the ready line); the answer, or None when the
-        worker overruns ``seconds`` or dies."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        if request is not None:
-            try:
-                self.proc.stdin.write((json.dumps(request) + "\n").encode())
-                self.proc.stdin.flush()
-            except BrokenPipeError:
-                return None
-        deadline = time.monotonic() + seconds
-        while True:
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                text = line.decode(errors="replace")
-                if text.startswith(MARK):
-                    return json.loads(text[len(MARK):])
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.selector.select(left):
-                return None
-            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-            if not chunk:
-                return None
-            self.buffer += chunk
-
-    def stop(self) -> None:
-        """End the worker and everything it started (its process group)."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
-        self.selector.close()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                stream.close()
-        self.stderr.close()
-
-
-def _worker_error(workdir: str) -> str:
-    try:
-        with open(os.path.join(workdir, "worker.err"), encoding="utf-8", errors="replace") as h:
-            lines = [ln for ln in h.read().splitlines() if ln.strip()]
-    except OSError:
-        lines = []
-    return lines[-1] if lines else "no message"
+        reply(answer)
 
 
 def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float,
@@ -264,7 +200,7 @@ def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float
         with open(os.path.join(workdir, "job.pickle"), "wb") as handle:
             pickle.dump({"model": model, "rows": [list(map(float, r)) for r in rows],
                          "timeout": timeout, "theory": theory, "seed": seed}, handle)
-        worker: _Worker | None = None
+        worker: Worker | None = None
         try:
             for i in range(len(rows)):
                 for kind in kinds:
@@ -272,18 +208,18 @@ def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float
                         yield {"i": i, "kind": kind, "status": "skipped"}
                         continue
                     if worker is None:
-                        worker = _Worker(workdir)
+                        worker = Worker(WORKER_MODULE, workdir)
                         if worker.ask(None, STARTUP_SECONDS) is None:
                             raise InputError("the PyXAI worker did not start: "
-                                             + _worker_error(workdir))
+                                             + worker.error())
                     answer = worker.ask({"i": i, "kind": kind}, timeout + 10.0)
                     if answer is None:
-                        dead = worker.proc.poll() is not None
+                        dead, why = worker.dead, worker.error()
                         worker.stop()
                         worker = None
                         if dead:
                             answer = {"i": i, "kind": kind, "status": "error",
-                                      "error": "worker died: " + _worker_error(workdir)}
+                                      "error": "worker died: " + why}
                         else:
                             timeouts[kind] += 1
                             answer = {"i": i, "kind": kind, "status": "timeout",

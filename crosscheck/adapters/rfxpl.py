@@ -1,0 +1,242 @@
+"""RFxpl adapter: every AXp and CXp of RFxpl (Izza & Marques-Silva, "On Explaining Random
+Forests with SAT", IJCAI 2021), graded against what it promises.
+
+**RFxpl is source only** (github.com/izzayacine/RFxpl, MIT; not on the package index): the
+adapter takes the path of the user's checkout, as ``RfxplAdapter(path=...)`` or the
+environment variable ``RFCIRCUITS_RFXPL``, and runs it in a worker subprocess (``python -m
+rfcircuits.crosscheck.adapters.rfxpl WORKDIR``, :class:`~rfcircuits.crosscheck.adapters.worker.
+Worker`) with the checkout on its ``sys.path``: a row that overruns ``task.timeout`` is a
+``timeout`` answer and a fresh worker takes the next row.
+
+**What it needs on current Python** (3.10 and later): ``pip install anytree namedlist`` (its
+imports), and two shims the worker applies before importing it (:func:`apply_shims`):
+namedlist 1.8 still uses ``collections.Mapping`` and ``collections.Sequence`` (moved to
+``collections.abc`` in Python 3.3, removed in 3.10), so they are aliased; and python-sat 1.9's
+``pysat.pb`` refuses to import without the optional ``pindakaas`` package, which RFxpl imports
+for its weighted-vote (MaxSAT) explainer only: without pindakaas a stand-in module is put in
+its place (the majority-vote SAT explainer used here never touches it; ``pip install
+pindakaas`` brings the real one).
+
+**Model.** RFxpl encodes the trees of a fitted scikit-learn forest itself (``XRF`` reads
+``model.estimators()``, the ``estimators_`` of ``RandomForestClassifier``), so the task's
+fitted model is handed over as it is, nothing is retrained; each row is given as the model
+reads it (float32 values, :func:`~rfcircuits.forest.read_values`), so RFxpl's threshold tests
+agree with scikit-learn's. Explanations come from its Python API, ``XRF(...).enumerate(x,
+"abd" | "con", "sat", ...)`` (the majority-vote SAT encoding; its command line prints no
+enumeration): AXps by its MARCO-style hitting-set loop, CXps by LBX's MCS enumeration.
+
+**Mapping.** An AXp is a set of features fixed at the instance's values that keeps the
+prediction: our sufficient reason (RFxpl's intervals are cut at every threshold of the forest,
+as our states are). A CXp is a set of features whose change can change the prediction, to any
+class: our necessary reason under ties ``first`` (RFxpl predicts the lowest class index among
+tied ones, as ``numpy.argmax``). RFxpl's prediction is passed on as ``decision``, so a
+disagreement with the forest is graded too. Both are promised formal, minimal over features
+and complete (it enumerates all).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from rfcircuits.forest import Forest, Instance, read_values
+from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.adapters.worker import Worker, reply
+
+#: The environment variable naming the checkout when no ``path`` is given.
+ENV = "RFCIRCUITS_RFXPL"
+#: A file every RFxpl checkout has (its Python API).
+API_FILE = os.path.join("xrf", "xforest.py")
+#: Packages RFxpl imports that are not ours (module name → what to install).
+REQUIRES = {"anytree": "anytree", "namedlist": "namedlist", "pysat": "python-sat",
+            "six": "six", "sklearn": "scikit-learn"}
+#: This module, run as the worker.
+WORKER_MODULE = "rfcircuits.crosscheck.adapters.rfxpl"
+#: Seconds a worker may take to import RFxpl and load the model.
+STARTUP_SECONDS = 120.0
+#: How many explanations of a kind RFxpl is asked for: all of them.
+ALL = 1 << 62
+
+
+def checkout(path: str | None) -> str:
+    """The RFxpl checkout: ``path``, else ``$RFCIRCUITS_RFXPL``; PeerUnavailable when neither
+    is set or the directory holds no RFxpl."""
+    where = path or os.environ.get(ENV)
+    if not where:
+        raise PeerUnavailable(f"RFxpl is not configured: give the path of a checkout of "
+                              f"github.com/izzayacine/RFxpl as the adapter's path option or "
+                              f"in the environment variable {ENV}")
+    if not os.path.isfile(os.path.join(where, API_FILE)):
+        via = "path option" if path else ENV
+        raise PeerUnavailable(f"{where} (the RFxpl {via}): not an RFxpl checkout (no "
+                              f"{API_FILE})")
+    return os.path.abspath(where)
+
+
+def source_version(path: str) -> str:
+    """The git commit of the checkout at ``path`` (when it is the top of a git work tree),
+    else ``source``."""
+    try:
+        done = subprocess.run(["git", "-C", path, "rev-parse", "--show-toplevel", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "source"
+    lines = done.stdout.split()
+    if done.returncode or len(lines) != 2 or \
+            os.path.realpath(lines[0]) != os.path.realpath(path):
+        return "source"
+    return lines[1]
+
+
+def literals(forest: Forest, x: Instance, features: Sequence[int]) -> list[dict[str, Any]]:
+    """The instance's literals on ``features`` (an AXp or a CXp) in the explanations format."""
+    return [{"feature": forest.features[f].name, "states": [forest.features[f].states[x[f]]]}
+            for f in sorted(features)]
+
+
+def record(forest: Forest, x: Instance, prediction: int, axps: Sequence[Sequence[int]],
+           cxps: Sequence[Sequence[int]]) -> dict[str, Any]:
+    """RFxpl's answer for one row as an explanation record (module docstring: the mapping)."""
+    return {"decision": forest.classes[prediction],
+            "sufficient_reasons": [literals(forest, x, a) for a in axps],
+            "necessary_reasons": [literals(forest, x, c) for c in cxps]}
+
+
+class RfxplAdapter:
+    """RFxpl's AXps and CXps (module docstring)."""
+
+    name = "rfxpl"
+    ties = "first"
+    promises = {"sufficient_reasons": Promise("formal", "features", "all"),
+                "necessary_reasons": Promise("formal", "features", "all")}
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+
+    def version(self) -> str:
+        """The checkout's git commit, or ``source``; PeerUnavailable when it is not configured
+        or a package RFxpl imports is missing."""
+        where = checkout(self.path)
+        missing = [pip for module, pip in REQUIRES.items()
+                   if importlib.util.find_spec(module) is None]
+        if missing:
+            raise PeerUnavailable("RFxpl needs packages that are not installed: pip install "
+                                  + " ".join(missing))
+        return source_version(where)
+
+    def explain(self, task: Task) -> Iterator[Answer]:
+        """One answer per row, in row order; each row may take ``task.timeout`` seconds."""
+        where = checkout(self.path)
+        rows = read_values(np.asarray(task.rows, dtype=np.float64), task.forest.input_dtype,
+                           lambda i, j: f"row {i + 1}, feature {task.feature_names[j]!r}")
+        with tempfile.TemporaryDirectory(prefix="rfcircuits-rfxpl-") as workdir:
+            with open(os.path.join(workdir, "job.pickle"), "wb") as handle:
+                pickle.dump({"path": where, "model": task.model, "rows": rows.tolist()}, handle)
+            worker: Worker | None = None
+            try:
+                for i, x in enumerate(task.instances):
+                    if worker is None:
+                        worker = Worker(WORKER_MODULE, workdir)
+                        if worker.ask(None, STARTUP_SECONDS) is None:
+                            raise PeerUnavailable(f"RFxpl ({where}) did not start: "
+                                                  f"{worker.error()}")
+                    start = time.perf_counter()
+                    answer = worker.ask({"i": i}, task.timeout)
+                    if answer is None:
+                        dead, why = worker.dead, worker.error()
+                        worker.stop()
+                        worker = None
+                        seconds = time.perf_counter() - start
+                        yield Answer(i, "error", None, seconds, f"RFxpl died: {why}") if dead \
+                            else Answer(i, "timeout", None, seconds,
+                                        f"overran {task.timeout:g} s")
+                    elif answer["status"] != "ok":
+                        yield Answer(i, "error", None, answer["seconds"], answer["error"])
+                    else:
+                        yield Answer(i, "ok", record(task.forest, x, answer["prediction"],
+                                                    answer["axps"], answer["cxps"]),
+                                     answer["seconds"])
+            finally:
+                if worker is not None:
+                    worker.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker (runs in a subprocess; the only code that imports RFxpl).
+
+
+def apply_shims() -> None:
+    """Let RFxpl import on current Python (module docstring)."""
+    import collections
+    import collections.abc
+    import types
+
+    for name in ("Mapping", "Sequence"):  # namedlist 1.8, at RFxpl's import
+        if not hasattr(collections, name):
+            setattr(collections, name, getattr(collections.abc, name))
+    try:
+        importlib.import_module("pysat.pb")
+    except (ImportError, AssertionError):  # python-sat 1.9 without pindakaas asserts
+
+        class NoPseudoBoolean:
+            def __getattr__(self, name: str) -> Any:
+                raise ImportError("pysat.pb needs pindakaas (pip install pindakaas)")
+
+        stand_in = types.ModuleType("pysat.pb")
+        stand_in.PBEnc = NoPseudoBoolean()  # type: ignore[attr-defined]
+        sys.modules["pysat.pb"] = stand_in
+
+
+class _Model:
+    """What RFxpl's ``XRF`` reads of its model wrapper: the fitted trees."""
+
+    def __init__(self, model: Any) -> None:
+        self.forest = model
+
+    def estimators(self) -> list[Any]:
+        return list(self.forest.estimators_)
+
+
+def _worker_main(workdir: str) -> None:
+    """Serve rows: read ``{"i"}`` lines on stdin, answer with every AXp and CXp of row i."""
+    with open(os.path.join(workdir, "job.pickle"), "rb") as handle:
+        job = pickle.load(handle)
+    apply_shims()
+    sys.path.insert(0, job["path"])  # RFxpl imports its own top-level modules (data.py)
+    from xrf import XRF
+
+    model = _Model(job["model"])
+    n_features = int(job["model"].n_features_in_)
+    names = [f"f{j}" for j in range(n_features)]  # RFxpl's own names (no "_": not one-hot)
+    classes = [str(c) for c in range(len(job["model"].classes_))]
+    reply({"ready": True})
+    for line in sys.stdin:
+        i = json.loads(line)["i"]
+        x = np.asarray(job["rows"][i], dtype=np.float64)
+        answer: dict[str, Any] = {"i": i, "status": "ok"}
+        start = time.perf_counter()
+        try:
+            xrf = XRF(model, names, classes)
+            answer["axps"] = [[int(f) for f in e] for e in xrf.enumerate(x, "abd", "sat",
+                                                                         False, ALL)]
+            answer["cxps"] = [[int(f) for f in e] for e in xrf.enumerate(x, "con", "sat",
+                                                                         False, ALL)]
+            answer["prediction"] = int(xrf.enc.target)
+        except Exception as exc:  # RFxpl's failure on a row is a finding about that row
+            answer = {"i": i, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+        answer["seconds"] = time.perf_counter() - start
+        reply(answer)
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1])

@@ -1,0 +1,135 @@
+"""Running a peer out of process, with deadlines: the machinery the PyXAI, RFxpl and
+command-line adapters share.
+
+A peer is run in a subprocess of its own *process group* (its own session), so that ending it
+on an overrun also ends whatever it started (external solvers, shells): the group is killed
+with SIGKILL, never a broad name.
+
+- :func:`run_command` runs one command to its end or to a deadline (the command-line adapter);
+- :class:`Worker` keeps a Python worker module alive and asks it questions one at a time,
+  each with a deadline (``python -m MODULE WORKDIR``; the worker reads one JSON request per
+  line on stdin and answers with a line :data:`MARK` + JSON on stdout, :func:`reply`, since the
+  peer may print to stdout too). Its stderr goes to ``WORKDIR/worker.err``, whose last line
+  (:func:`last_line`) says why a worker died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+#: Prefix of a worker's protocol lines.
+MARK = "@@rfcircuits "
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """End ``proc`` and everything it started (its process group), and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def run_command(argv: Sequence[str], seconds: float, stdout: IO[Any] | int,
+                stderr: IO[Any] | int) -> int | None:
+    """Run ``argv`` (no shell) in its own process group with no standard input; its exit code
+    (negative: the signal that ended it), or None when it overran ``seconds`` and its group was
+    killed. OSError when it cannot be started (no such program, not executable)."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            start_new_session=True)
+    try:
+        return proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return None
+    finally:
+        kill_group(proc)  # on an overrun, or when we are interrupted while waiting
+
+
+def last_line(path: str) -> str:
+    """The last non-blank line of a text file (a process's stderr), or ``no message``."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = [ln for ln in handle.read().splitlines() if ln.strip()]
+    except OSError:
+        lines = []
+    return lines[-1].strip() if lines else "no message"
+
+
+def reply(answer: dict[str, Any]) -> None:
+    """Worker side: send one answer (a protocol line)."""
+    print(MARK + json.dumps(answer), flush=True)
+
+
+class Worker:
+    """``python -m module workdir`` in its own process group, asked with deadlines; the
+    package this module belongs to is put on its PYTHONPATH, so an uninstalled checkout
+    works too."""
+
+    def __init__(self, module: str, workdir: str) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.workdir = workdir
+        self.stderr = open(os.path.join(workdir, "worker.err"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module, workdir], cwd=workdir, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+            start_new_session=True)
+        self.buffer = b""
+        self.selector = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
+
+    @property
+    def dead(self) -> bool:
+        return self.proc.poll() is not None
+
+    def error(self) -> str:
+        """The last line the worker wrote to stderr (why it died)."""
+        return last_line(os.path.join(self.workdir, "worker.err"))
+
+    def ask(self, request: dict[str, Any] | None, seconds: float) -> dict[str, Any] | None:
+        """Send a request (None: just wait for the first answer, e.g. a ready line); the
+        answer, or None when the worker overruns ``seconds`` or dies."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        if request is not None:
+            try:
+                self.proc.stdin.write((json.dumps(request) + "\n").encode())
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                return None
+        deadline = time.monotonic() + seconds
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith(MARK):
+                    return json.loads(text[len(MARK):])
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:  # its stdout closed: it is exiting, so let `dead` see it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(max(deadline - time.monotonic(), 0.0))
+                return None
+            self.buffer += chunk
+
+    def stop(self) -> None:
+        """End the worker and everything it started."""
+        kill_group(self.proc)
+        self.selector.close()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                stream.close()
+        self.stderr.close()

@@ -1,0 +1,228 @@
+"""The RFxpl adapter. Without RFxpl: configuration errors, the checkout's version, the mapping
+of AXps / CXps to records, and the worker machinery (answers, errors, a crash, an overrun) on
+a stand-in ``xrf`` package. With a checkout in ``$RFCIRCUITS_RFXPL`` (and anytree and
+namedlist installed): RFxpl's answers on iris keep every promise, and on a forest where it
+misses an AXp the grader's missing items are the ones brute force finds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sklearn.ensemble import RandomForestClassifier
+
+from rfcircuits.forest import forest_from_json
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
+from rfcircuits.crosscheck.adapters import rfxpl
+from rfcircuits.crosscheck.adapters.base import PeerUnavailable, Task, check_adapter, \
+    load_adapter
+from rfcircuits.crosscheck.promises import grade_answers
+from tests.test_adapter_command import iris_task
+
+
+def configured() -> str | None:
+    """The RFxpl checkout the environment names, when it and RFxpl's imports are there."""
+    try:
+        rfxpl.RfxplAdapter().version()
+    except PeerUnavailable:
+        return None
+    return os.environ[rfxpl.ENV]
+
+
+needs_rfxpl = pytest.mark.skipif(configured() is None, reason=f"RFxpl not configured "
+                                 f"(${rfxpl.ENV}: a checkout; pip install anytree namedlist)")
+
+# A stand-in for RFxpl's xrf package: its answer depends on the row's petal length.
+FAKE_XRF = r'''
+import os, sys, time
+import numpy as np
+
+class XRF:
+    def __init__(self, model, features, classes, verb=0):
+        self.enc = type("Encoding", (), {"target": 0})()
+
+    def enumerate(self, inst, xtype, etype="maxsat", smallest=True, xnum=100):
+        if any(float(np.float32(v)) != v for v in inst):
+            raise ValueError("not read as the model reads it (float32)")
+        petal = inst[2]
+        if petal < 2:
+            return iter([[3, 2]] if xtype == "abd" else [[2], [3]])
+        if petal < 4:
+            raise RuntimeError("no model for this row")
+        if petal < 5:
+            print("fake crash", file=sys.stderr, flush=True)
+            os._exit(3)
+        time.sleep(60)
+'''
+
+
+def fake_checkout(root, xforest: str = FAKE_XRF) -> str:
+    (root / "xrf").mkdir()
+    (root / "xrf" / "__init__.py").write_text("from .xforest import *\n")
+    (root / "xrf" / "xforest.py").write_text(xforest)
+    return str(root)
+
+
+def test_unconfigured_rfxpl_is_unavailable(monkeypatch, tmp_path):
+    monkeypatch.delenv(rfxpl.ENV, raising=False)
+    with pytest.raises(PeerUnavailable, match=f"path option or in the environment variable "
+                                              f"{rfxpl.ENV}"):
+        rfxpl.RfxplAdapter().version()
+    with pytest.raises(PeerUnavailable, match=f"{rfxpl.ENV}"):
+        next(rfxpl.RfxplAdapter().explain(iris_task(rows=1)))
+    monkeypatch.setenv(rfxpl.ENV, str(tmp_path))
+    with pytest.raises(PeerUnavailable, match=f"{tmp_path} \\(the RFxpl {rfxpl.ENV}\\): not an "
+                                              "RFxpl checkout"):
+        rfxpl.RfxplAdapter().version()
+    with pytest.raises(PeerUnavailable, match="the RFxpl path option"):
+        rfxpl.RfxplAdapter(str(tmp_path / "nowhere")).version()
+
+
+def test_importing_the_adapter_does_not_import_rfxpl():
+    code = ("import sys, rfcircuits.crosscheck.adapters.rfxpl; "
+            "print(sorted(m for m in ('xrf', 'anytree', 'namedlist') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+def test_version_is_the_checkouts_commit_or_source(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert rfxpl.source_version(str(plain)) == "source"
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    (repo / "sub" / "f").write_text("x")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c",
+                               "user.email=t@t", *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "one")
+    assert rfxpl.source_version(str(repo)) == git("log", "-1", "--format=%H")
+    # a directory inside someone else's repository is no checkout of its own
+    assert rfxpl.source_version(str(repo / "sub")) == "source"
+
+
+def test_axps_and_cxps_become_records_at_the_instances_states():
+    forest = forest_from_json({
+        "format": "rfcircuits.forest/1", "classes": ["a", "b"],
+        "features": [{"name": "u", "thresholds": [1.0, 2.0]}, {"name": "v", "thresholds": [0.5]}],
+        "trees": [{"nodes": [{"feature": "u", "branches": [[[0], 1], [[1, 2], 2]]},
+                             {"class": "a"}, {"class": "b"}]}]})
+    assert rfxpl.record(forest, (2, 0), 1, [[1, 0]], [[0], [1]]) == {
+        "decision": "b",
+        "sufficient_reasons": [[{"feature": "u", "states": ["(2.0,+inf)"]},
+                                {"feature": "v", "states": ["(-inf,0.5]"]}]],
+        "necessary_reasons": [[{"feature": "u", "states": ["(2.0,+inf)"]}],
+                              [{"feature": "v", "states": ["(-inf,0.5]"]}]]}
+    assert rfxpl.record(forest, (0, 1), 0, [], [])["sufficient_reasons"] == []
+
+
+def _task_on(rows: list[list[float]], timeout: float) -> Task:
+    base = iris_task()
+    X = np.array(rows)
+    return Task(base.forest, base.model, base.X_train, base.y_train, X,
+                instances_from_values(base.forest, X), 0, timeout)
+
+
+def test_worker_answers_errors_crashes_and_overruns(tmp_path):
+    # petal lengths: answer, RuntimeError, crash, answer (a fresh worker), overrun
+    task = _task_on([[5.1, 3.5, 1.4, 0.2], [5.5, 2.4, 3.7, 1.0], [6.4, 3.2, 4.5, 1.5],
+                     [4.9, 3.0, 1.4, 0.2], [6.3, 3.3, 6.0, 2.5]], 1.0)
+    adapter = rfxpl.RfxplAdapter(fake_checkout(tmp_path))
+    answers = list(adapter.explain(task))
+    assert [a.index for a in answers] == list(range(5))
+    assert [a.status for a in answers] == ["ok", "error", "error", "ok", "timeout"]
+    assert answers[1].error == "RuntimeError: no model for this row"
+    assert answers[2].error == "RFxpl died: fake crash"
+    assert answers[4].error == "overran 1 s"
+    forest, x = task.forest, task.instances[0]
+
+    def literal(f: int) -> dict:
+        return {"feature": forest.features[f].name, "states": [forest.features[f].states[x[f]]]}
+
+    assert answers[0].record == {"decision": forest.classes[0],
+                                 "sufficient_reasons": [[literal(2), literal(3)]],
+                                 "necessary_reasons": [[literal(2)], [literal(3)]]}
+
+
+def test_a_worker_that_cannot_import_rfxpl_is_unavailable(tmp_path):
+    adapter = rfxpl.RfxplAdapter(fake_checkout(tmp_path, "import anytree_missing_module\n"))
+    with pytest.raises(PeerUnavailable, match="did not start: ModuleNotFoundError: No module "
+                                              "named 'anytree_missing_module'"):
+        list(adapter.explain(iris_task(rows=1)))
+
+
+def test_registered_as_rfxpl(tmp_path):
+    adapter = load_adapter("rfxpl", path=fake_checkout(tmp_path))
+    assert isinstance(adapter, rfxpl.RfxplAdapter) and check_adapter(adapter) is adapter
+    assert adapter.ties == "first" and set(adapter.promises) == {"sufficient_reasons",
+                                                                 "necessary_reasons"}
+
+
+def _grade(task: Task):
+    adapter = rfxpl.RfxplAdapter()
+    answers = list(adapter.explain(task))
+    return answers, grade_answers(task.forest, task.instances, answers, adapter.name,
+                                  adapter.version(), adapter.ties, adapter.promises)
+
+
+@needs_rfxpl
+def test_rfxpl_on_iris_keeps_every_promise(record_property):
+    task = iris_task(trees=5, depth=3, rows=5)
+    answers, report = _grade(task)
+    assert [a.status for a in answers] == ["ok"] * 5
+    assert report.ok and not report.findings, report.text()
+    for name in ("sufficient_reasons", "necessary_reasons"):
+        tally = report.fields[name]
+        assert tally.completeness == "checked" and tally.items == tally.holds >= 5
+    seconds = report.to_json()["seconds"]
+    record_property("summary", f"RFxpl on iris (5 trees, depth 3, 5 rows): median seconds per "
+                    f"row: RFxpl {seconds['peer_median']}, our grading {seconds['ours_median']}")
+
+
+def _brute_srs(forest, x) -> set[frozenset[int]]:
+    """Subset-minimal sets of features that, fixed at x's states, keep x's decision in every
+    world (enumerated)."""
+    worlds = list(itertools.product(*(range(f.n_states) for f in forest.features)))
+    d = forest.decision(x)
+    keep = [frozenset(s) for k in range(len(x) + 1)
+            for s in itertools.combinations(range(len(x)), k)
+            if all(forest.decision(w) == d for w in worlds if all(w[f] == x[f] for f in s))]
+    return {s for s in keep if not any(t < s for t in keep)}
+
+
+@needs_rfxpl
+def test_rfxpl_missing_axps_are_the_ones_brute_force_finds(record_property):
+    # x0 OR x1: at (0, 0) changing either feature changes the class, so both are CXps and
+    # the one AXp is {x0, x1}; RFxpl b07883d returns no AXp there (its enumeration blocks
+    # every singleton CXp in its hitting-set solver and stops before trying all features)
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], float)
+    y = np.array([0, 1, 1, 1])
+    model = RandomForestClassifier(n_estimators=1, bootstrap=False, random_state=0).fit(X, y)
+    forest = forest_from_sklearn(model)
+    task = Task(forest, model, X, y, X, instances_from_values(forest, X), 0, 60.0)
+    answers, report = _grade(task)
+    assert not report.broken, report.text()
+    index = {f.name: k for k, f in enumerate(forest.features)}
+    expected = set()
+    for a, x in zip(answers, task.instances):
+        listed = {frozenset(index[lit["feature"]] for lit in t)
+                  for t in a.record["sufficient_reasons"]}
+        expected |= {(a.index + 1, s) for s in _brute_srs(forest, x) - listed}
+    found = {(f.row, frozenset(v for v, _ in f.item)) for f in report.findings
+             if f.kind == "missing"}
+    assert found == expected and all(f.field == "sufficient_reasons" for f in report.findings)
+    record_property("summary", f"RFxpl on x0 OR x1: {len(found)} AXp(s) missing "
+                    "(confirmed by brute force)")
