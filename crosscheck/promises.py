@@ -343,7 +343,7 @@ class PeerReport:
         for failure in self.failures:
             where = f" on row {failure['row']}" if failure["row"] is not None else ""
             out.append(f"peer {failure['status']}{where}: {failure['error']}")
-        out.append(f"time per row (median): peer {_median(self.peer_seconds)} s, "
+        out.append(f"time per row answered (median): peer {_median(self.peer_seconds)} s, "
                    f"grading {_median(self.our_seconds)} s")
         out.append(f"result: {self.result()}")
         return "\n".join(out)
@@ -397,7 +397,8 @@ class PromiseGrader:
         report = self.report
         report.rows += 1
         report.answers[answer.status] += 1
-        report.peer_seconds.append(answer.seconds)
+        if answer.status in ("ok", "none"):  # the time of a failure is the limit, or unknown
+            report.peer_seconds.append(answer.seconds)
         row = answer.index + 1
         if answer.status in ("error", "timeout"):
             report.failures.append({"row": row, "status": answer.status, "error": answer.error})
