@@ -342,7 +342,8 @@ class PeerReport:
                 out.extend(f.text(self.forest) for f in chosen)
         for failure in self.failures:
             where = f" on row {failure['row']}" if failure["row"] is not None else ""
-            out.append(f"peer {failure['status']}{where}: {failure['error']}")
+            what = "no answer" if failure["status"] == "none" else f"peer {failure['status']}"
+            out.append(f"{what}{where}: {failure['error']}")
         out.append(f"time per row answered (median): peer {_median(self.peer_seconds)} s, "
                    f"grading {_median(self.our_seconds)} s")
         out.append(f"result: {self.result()}")
@@ -400,7 +401,7 @@ class PromiseGrader:
         if answer.status in ("ok", "none"):  # the time of a failure is the limit, or unknown
             report.peer_seconds.append(answer.seconds)
         row = answer.index + 1
-        if answer.status in ("error", "timeout"):
+        if answer.status in ("error", "timeout") or answer.status == "none" and answer.error:
             report.failures.append({"row": row, "status": answer.status, "error": answer.error})
             return
         if answer.status != "ok" or answer.record is None:

@@ -19,7 +19,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.cli.main import build_parser, main
-from rfcircuits.crosscheck.adapters.base import Answer
+from rfcircuits.crosscheck.adapters.base import Answer, Task
 from rfcircuits.crosscheck.promises import grade_answers
 
 FOREST = {
@@ -151,3 +151,30 @@ def test_verify_pyxai_command_on_a_binary_dataset(capsys):
     assert code == 0
     ce = doc["peers"]["pyxai-contrastive"]
     assert ce["answers"] == {"ok": 3} and ce["fields"]["contrastive"]["holds"] == 3
+
+
+def test_a_row_pyxai_reads_in_no_state_of_the_forest_is_not_graded(monkeypatch):
+    """PyXAI compares float64 values: 2.58 lies between the thresholds 2.5799999237 and
+    2.5800000429, which float32 inputs cannot tell apart (the importer merged them), so the
+    row is reported as not graded instead of stopping the run."""
+    forest = forest_from_json({
+        "format": "rfcircuits.forest/1", "input_dtype": "float32", "classes": ["a", "b"],
+        "features": [{"name": "x1", "thresholds": [2.5799999237060547]}],
+        "trees": [{"nodes": [{"feature": "x1", "branches": [[[0], 1], [[1], 2]]},
+                             {"class": "a"}, {"class": "b"}]}]})
+    between = [(0, True, 2.5799999237060547), (0, False, 2.5800000429153442)]
+    with pytest.raises(InputError, match="holds no state"):
+        adapter.pyxai_reading(forest, (0,), between)
+
+    def fake_run(model, rows, kinds, timeout, theory, seed):
+        yield {"i": 0, "kind": kinds[0], "status": "ok", "prediction": 0, "seconds": 0.1,
+               "representation": between, "reason": [between[1]]}
+
+    monkeypatch.setattr(adapter, "run_pyxai", fake_run)
+    task = Task(forest, None, None, None, np.array([[2.58]]), [(0,)])
+    [answer] = adapter.PyxaiAdapter().explain(task)
+    assert answer.status == "none" and "not graded" in answer.error
+    report = grade_answers(forest, [(0,)], [answer], "pyxai", "test", "strict",
+                           adapter.PyxaiAdapter().promises)
+    assert report.ok and report.failures[0]["status"] == "none"
+    assert "no answer on row 1: not graded" in report.text()

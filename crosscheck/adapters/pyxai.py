@@ -109,7 +109,9 @@ def pyxai_reading(forest: Forest, x: Instance, representation: Sequence[Conditio
     """The instance as PyXAI reads it: on each feature, the one state that all its conditions
     in PyXAI's binary representation allow. PyXAI compares float64 values with the
     thresholds, scikit-learn (and :func:`instances_from_values`) ``float32(x)``, so a value
-    within float32 rounding of a threshold can fall on the other side; ``x`` elsewhere."""
+    within float32 rounding of a threshold can fall on the other side; ``x`` elsewhere.
+    InputError when the conditions allow no state: a value between two thresholds no float32
+    separates (merged into one by the importer) lies in no state of the forest."""
     out = list(x)
     for literal in interval_literals(forest, representation):
         f = forest.feature_index[literal["feature"]]
@@ -284,7 +286,16 @@ class PyxaiAdapter:
                              error=a.get("error", "skipped after repeated timeouts"
                                          if a["status"] == "skipped" else ""))
                 continue
-            x = pyxai_reading(forest, task.instances[i], [tuple(c) for c in a["representation"]])
+            try:
+                x = pyxai_reading(forest, task.instances[i],
+                                  [tuple(c) for c in a["representation"]])
+            except InputError as exc:
+                # PyXAI reads float64 values, the forest float32: a value between two
+                # thresholds no float32 separates lies in a state the forest does not have
+                yield Answer(i, "none", seconds=a["seconds"],
+                             error=f"not graded: PyXAI reads the row in no state of the forest "
+                                   f"({exc})")
+                continue
             reason = [tuple(c) for c in a["reason"]]
             record: dict[str, Any] = {"instance": instance_to_json(forest, x),
                                       "decision": forest.classes[a["prediction"]]}
