@@ -266,6 +266,7 @@ class PeerReport:
     answers: Counter[str] = field(default_factory=Counter)
     fields: dict[str, FieldTally] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
     peer_seconds: list[float] = field(default_factory=list)
     our_seconds: list[float] = field(default_factory=list)
@@ -308,7 +309,7 @@ class PeerReport:
                 "result": self.result(),
                 "fields": {n: t.to_json() for n, t in self.fields.items()},
                 "findings": [f.to_json(self.forest) for f in self.findings],
-                "failures": self.failures,
+                "items": self.items, "failures": self.failures,
                 "seconds": {"peer_median": _median(self.peer_seconds),
                             "ours_median": _median(self.our_seconds),
                             "peer_total": round(sum(self.peer_seconds), 3),
@@ -454,24 +455,37 @@ class PromiseGrader:
                                                "completeness", target, note=item.note))
             return
         tally.items += 1
+        outcome, differences = self._judge(tally, name, x, item, target, row)
+        report.items.append({"row": row, "field": name, "target": None if target is None
+                             else self.forest.classes[target],
+                             "item": term_json(self.forest, item.item), "outcome": outcome,
+                             "differences": differences})
+
+    def _judge(self, tally: FieldTally, name: str, x: Instance, item: ItemResult,
+               target: int | None, row: int) -> tuple[str, list[str]]:
+        """Sort one listed item's verdicts by the promise (module docstring): its outcome
+        (``keeps``, ``broken``, ``claim fails``, ``unknown``) and its differences of
+        definition, counted in ``tally``."""
+        promise = tally.promise
         verdict = dict(item.verdict)
         smaller: Term | None = None
         if name in TERM_FIELDS and verdict.get(VALIDITY[name]):
-            verdict["conditions"], smaller, what = condition_minimal(
+            verdict["conditions"], smaller, _ = condition_minimal(
                 self.verifier.sat, self.forest, x, item.item)
         validity = VALIDITY[name]
         minimal = MINIMAL_VERDICTS[promise.minimal].get(name)
         if verdict[validity] is False:
             if promise.guarantee == "heuristic":
                 tally.claims_failing += 1
-            else:
-                self._broken(tally, name, x, item.item, validity, target, row, item.evidence)
-            return
+                return "claim fails", []
+            self._broken(tally, name, x, item.item, validity, target, row, item.evidence)
+            return "broken", []
         failed = {k for k, v in verdict.items() if v is False}
+        differences = []
         if minimal in failed and self.ties == "strict" and name in TERM_FIELDS \
                 and condition_minimal(self.strict, self.forest, x, item.item)[0]:
             failed.discard(minimal)
-            tally.differences[DIFFERENCES["ties"]] += 1
+            differences.append(DIFFERENCES["ties"])
         if minimal in failed and promise.guarantee == "formal":
             if minimal == "minimal" and name == "sufficient_reasons":
                 smaller = next((t for t, _ in _drops(item.item)
@@ -480,17 +494,21 @@ class PromiseGrader:
                 smaller = None
             world = item.evidence if name not in TERM_FIELDS else None
             self._broken(tally, name, x, item.item, minimal, target, row, world, smaller)
-            return
+            return "broken", differences
         if verdict[validity] is None or minimal is not None and verdict.get(minimal) is None:
             tally.unknown += 1
+            outcome = "unknown"
         else:
             tally.holds += 1
+            outcome = "keeps"
         for kind in sorted(failed):
             if kind == "prime" and "conditions" in failed:
                 continue  # counted once, as a condition that can be dropped
             if kind == "prime" and name == "general_sufficient_reasons":
                 kind = self._why_not_prime(x, item.item)
-            tally.differences[DIFFERENCES.get(kind, kind)] += 1
+            differences.append(DIFFERENCES.get(kind, kind))
+        tally.differences.update(differences)
+        return outcome, differences
 
     def _why_not_prime(self, x: Instance, term: Term) -> str:
         """``relax`` when widening a literal by a state adjacent to its run still implies Δ,

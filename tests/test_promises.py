@@ -141,6 +141,7 @@ def test_a_correct_peer_keeps_every_promise():
         tally = report.fields["sufficient_reasons"]
         assert report.ok and tally.items == tally.holds > 0 and not report.findings
         assert tally.completeness == "checked"
+        assert [i["outcome"] for i in report.items] == ["keeps"] * tally.items
 
 
 def test_planted_faults_are_broken_promises_or_differences_by_what_is_promised():
@@ -167,6 +168,9 @@ def test_planted_faults_are_broken_promises_or_differences_by_what_is_promised()
         assert loose.ok and not loose.broken
         assert loose.fields["sufficient_reasons"].differences.get(
             "not minimal over features", 0) == len(grown)
+        assert sum("not minimal over features" in i["differences"] for i in loose.items) \
+            == len(grown)
+        assert sum(i["outcome"] == "broken" for i in strict.items) == len(strict.broken)
         seen["not minimal"] += len(grown)
         # an SR left out: missing when all are promised, nothing when one is
         all_promised = _grade(EngineSRs("omit"), task)
