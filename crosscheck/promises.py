@@ -12,7 +12,9 @@ sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.P
   ``decision``, ``votes`` or ``robustness``. Each comes with its evidence — a world where the
   item holds and the decision differs, or the smaller item that still does — and is
   *confirmed* independently of the SAT oracle by evaluating the trees on every world of the
-  evidence (:func:`confirm`; up to :data:`CONFIRM_WORLDS` worlds);
+  evidence (:func:`confirm`; up to :data:`CONFIRM_WORLDS` worlds; a smaller valid item with
+  more worlds is confirmed by a SAT oracle counting votes with another cardinality encoding,
+  :data:`SECOND_ENCODING`);
 - **differences of definition**: verdicts of our definitions the peer never promised, counted
   per kind (:data:`DIFFERENCES`), each item once per kind, never called wrong;
 - **claims that fail**: validity of a ``heuristic`` peer's items (Anchors' rules), counted: how
@@ -83,6 +85,9 @@ DIFFERENCES = {
 }
 #: Most worlds :func:`confirm` enumerates to confirm a broken promise.
 CONFIRM_WORLDS = 1 << 20
+#: The cardinality encoding of the SAT oracle that confirms a smaller valid item beyond
+#: :data:`CONFIRM_WORLDS` (the grading oracle counts votes with totalizers).
+SECOND_ENCODING = "sortnetwrk"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +191,7 @@ class Finding:
     evidence_item: Term | None = None
     confirmed: bool | None = None
     note: str = ""
+    confirmed_by: str = "evaluating the trees"
 
     def to_json(self, forest: Forest) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "row": self.row,
@@ -202,6 +208,8 @@ class Finding:
         if self.evidence_item is not None:
             out["evidence"] = {"smaller_item": term_json(forest, self.evidence_item)}
         out["confirmed"] = self.confirmed
+        if self.confirmed is not None:
+            out["confirmed_by"] = self.confirmed_by
         if self.note:
             out["note"] = self.note
         return out
@@ -223,7 +231,7 @@ class Finding:
                          + term_text(forest, self.evidence_item, " ∧ "))
         if self.kind == "broken" and (self.confirmed is not None
                                       or isinstance(self.item, tuple)):
-            lines.append("    confirmed by evaluating the trees" if self.confirmed
+            lines.append(f"    confirmed by {self.confirmed_by}" if self.confirmed
                          else "    not confirmed: " + ("too many worlds to enumerate"
                                                         if self.confirmed is None else
                                                         "the worlds contradict the oracle"))
@@ -540,6 +548,10 @@ class PromiseGrader:
         elif smaller is not None:
             finding.confirmed = confirm(self.forest, self.verify_ties, x, "implies", smaller,
                                         decided)
+            if finding.confirmed is None:  # too many worlds: another CNF of the vote counts
+                with SatOracle(self.forest, self.verify_ties, SECOND_ENCODING) as second:
+                    finding.confirmed = second.check_sr(x, smaller)["sufficient"]
+                finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
         elif name in TERM_FIELDS and promise == VALIDITY[name]:
             finding.confirmed = confirm(self.forest, self.verify_ties, x, "escapes", term,
                                         decided)

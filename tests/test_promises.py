@@ -238,3 +238,19 @@ def test_verify_peer_runs_a_user_adapter_and_keeps_its_outputs(tmp_path, capsys)
     assert code == 1 and "broken promises" in text and "minimal fails" in text
     assert main(["verify-peer", "--adapter", "nosuchpeer", "--dataset", "iris"]) == 2
     assert "unknown adapter" in capsys.readouterr().err
+
+
+def test_beyond_enumeration_a_smaller_item_is_confirmed_by_another_encoding(monkeypatch):
+    import rfcircuits.crosscheck.promises as promises
+
+    monkeypatch.setattr(promises, "CONFIRM_WORLDS", 0)  # every evidence too big to enumerate
+    found = 0
+    for seed in range(10):
+        task = _task(seed)
+        report = _grade(EngineSRs("add-literal", answers="one"), task)
+        for f in report.broken:
+            assert f.confirmed and "sortnetwrk" in f.confirmed_by
+            assert _sufficient(task.forest, f.instance, f.evidence_item)  # by enumeration
+            assert f.to_json(task.forest)["confirmed_by"] == f.confirmed_by
+            found += 1
+    assert found > 3
