@@ -27,7 +27,12 @@ enumeration): AXps by its MARCO-style hitting-set loop, CXps by LBX's MCS enumer
 
 **Mapping.** An AXp is a set of features fixed at the instance's values that keeps the
 prediction: our sufficient reason (RFxpl's intervals are cut at every threshold of the forest,
-as our states are). A CXp is a set of features whose change can change the prediction, to any
+as our states are, with one difference: RFxpl cuts at every distinct float64 threshold, while
+scikit-learn's trees read float32 inputs, so two thresholds that no float32 value separates,
+such as 0.5099999904632568 and 0.510000005364418, bound an interval no input reaches; our
+importer merges them. A CXp that needs that interval is graded not necessary, and an AXp
+that keeps the feature because of it not minimal: both hold for the model as scikit-learn
+runs it). A CXp is a set of features whose change can change the prediction, to any
 class: our necessary reason under ties ``first`` (RFxpl predicts the lowest class index among
 tied ones, as ``numpy.argmax``). RFxpl's prediction is passed on as ``decision``, so a
 disagreement with the forest is graded too. Both are promised formal, minimal over features
