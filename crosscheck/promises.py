@@ -117,10 +117,10 @@ def one_sided_widenings(forest: Forest, term: Term) -> Iterable[tuple[Term, str]
                    rest[:k] + ((f, wide),) + rest[k:]), f"{feature.name}'s {side} bound"
 
 
-def _drops(term: Term) -> Iterable[tuple[Term, int]]:
-    """The term without each of its literals in turn (and the dropped feature)."""
-    for k, (f, _) in enumerate(term):
-        yield term[:k] + term[k + 1:], f
+def _drops(term: Term) -> Iterable[Term]:
+    """The term without each of its literals in turn."""
+    for k in range(len(term)):
+        yield term[:k] + term[k + 1:]
 
 
 def condition_minimal(sat: SatOracle, forest: Forest, x: Instance,
@@ -486,7 +486,7 @@ class PromiseGrader:
         verdict = dict(item.verdict)
         smaller: Term | None = None
         if name in TERM_FIELDS and verdict.get(VALIDITY[name]):
-            verdict["conditions"], smaller, _ = condition_minimal(
+            verdict["conditions"], smaller, dropped = condition_minimal(
                 self.verifier.sat, self.forest, x, item.item)
         validity = VALIDITY[name]
         minimal = MINIMAL_VERDICTS[promise.minimal].get(name)
@@ -504,12 +504,13 @@ class PromiseGrader:
             differences.append(DIFFERENCES["ties"])
         if minimal in failed and promise.guarantee == "formal":
             if minimal == "minimal" and name == "sufficient_reasons":
-                smaller = next((t for t, _ in _drops(item.item)
+                smaller = next((t for t in _drops(item.item)
                                 if self.verifier.sat.check_sr(x, t)["sufficient"]), None)
             elif minimal != "conditions":
                 smaller = None
             world = item.evidence if name not in TERM_FIELDS else None
-            self._broken(tally, name, x, item.item, minimal, target, row, world, smaller)
+            self._broken(tally, name, x, item.item, minimal, target, row, world, smaller,
+                         f"{dropped} can be dropped" if minimal == "conditions" else "")
             return "broken", differences
         if verdict[validity] is None or minimal is not None and verdict.get(minimal) is None:
             tally.unknown += 1
@@ -541,9 +542,10 @@ class PromiseGrader:
 
     def _broken(self, tally: FieldTally, name: str, x: Instance, term: Term, promise: str,
                 target: int | None, row: int, world: Instance | None,
-                smaller: Term | None = None) -> None:
+                smaller: Term | None = None, note: str = "") -> None:
         tally.broken += 1
-        finding = Finding("broken", row, x, name, term, promise, target, world, smaller)
+        finding = Finding("broken", row, x, name, term, promise, target, world, smaller,
+                          note=note)
         decided = self.forest.decision(x)
         if world is not None and name in TERM_FIELDS:
             finding.confirmed = term_holds(term, world) and not _wins(
