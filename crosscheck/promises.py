@@ -48,7 +48,7 @@ from itertools import product
 from typing import Any
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, instance_to_json
+from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
 from rfcircuits.terms import Term, term_json, term_text
 from rfcircuits.crosscheck.adapters.base import Answer, Promise
 from rfcircuits.crosscheck.sat import SatOracle
@@ -151,12 +151,9 @@ def _count(forest: Forest, term: Term, base: Instance | None = None) -> int:
 
 
 def _wins(forest: Forest, ties: str, w: Instance, c: int) -> bool:
-    votes = forest.votes(w)
-    if ties == "strict":
-        return all(votes[c] > v for j, v in enumerate(votes) if j != c)
-    if ties == "all":
-        return votes[c] == max(votes)
-    return forest.decision(w) == c
+    """Whether world ``w`` is in class ``c`` under the library's tie policy ``ties`` (the one
+    peers are graded under)."""
+    return c in classes_from_votes(forest.votes(w), ties)
 
 
 def confirm(forest: Forest, ties: str, x: Instance, kind: str, term: Term,
