@@ -36,19 +36,31 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 
 def _in_callback(frame: FrameType | None) -> bool:
     """Whether the code the signal interrupted may be a callback whose exceptions Python
-    ignores: inside a ``__del__`` method, in the import machinery itself (its module locks
-    are released by weakref callbacks), or in code a module runs from a string (Cython
-    modules patch ``collections.abc`` so as they are imported, and report an exception there
-    as ignored; ``python -c``'s own code is the main module's, and is interrupted)."""
+    ignores: inside a ``__del__`` method or the ``__init__`` of an object that has one, in the
+    import machinery itself (its module locks are released by weakref callbacks), or in code
+    a module runs from a string (Cython modules patch ``collections.abc`` so as they are
+    imported, and report an exception there as ignored; ``python -c``'s own code is the main
+    module's, and is interrupted)."""
     if frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
                               or frame.f_code.co_filename == "<string>"
                               and frame.f_globals.get("__name__") != "__main__"):
         return True
     while frame is not None:
-        if frame.f_code.co_name == "__del__":
+        if frame.f_code.co_name == "__del__" or _constructing_finalizable(frame):
             return True
         frame = frame.f_back
     return False
+
+
+def _constructing_finalizable(frame: FrameType) -> bool:
+    """Whether ``frame`` is the ``__init__`` of an object with a finalizer: interrupted there,
+    the half-built object's ``__del__`` may fail on what ``__init__`` did not set, and Python
+    prints that as "Exception ignored" (PySAT's ``Cadical195`` when a signal hit a corpus run
+    while its solver was built)."""
+    if frame.f_code.co_name != "__init__":
+        return False
+    obj = frame.f_locals.get("self")
+    return obj is not None and hasattr(type(obj), "__del__")
 
 
 @contextlib.contextmanager

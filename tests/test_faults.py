@@ -629,3 +629,35 @@ def test_a_signal_that_other_machinery_wraps_still_ends_the_run_as_interrupted(c
     assert "rfcircuits explain: interrupted" in capsys.readouterr().err
     with pytest.raises(RuntimeError, match="not a signal"):
         run(argparse.Namespace(command="explain", handler=failing))
+
+
+def test_a_signal_waits_out_the_constructor_of_an_object_with_a_finalizer(capsys, monkeypatch):
+    """Interrupted inside ``__init__``, a half-built object's ``__del__`` fails on what was not
+    set yet and Python prints "Exception ignored" (PySAT's Cadical195 under a corpus run): the
+    signal comes again once the constructor is done, and ends the run as interrupted."""
+    import argparse
+    import signal
+    import time
+
+    from rfcircuits.cli.engine import run
+
+    class Solver:
+        def __init__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100_000):  # the handler runs between bytecodes, here
+                pass
+            self.handle = 1
+
+        def __del__(self) -> None:
+            self.handle  # fails on a half-built object
+
+    def handler(args: argparse.Namespace) -> int:
+        Solver()
+        time.sleep(2.0)  # the deferred signal arrives here
+        return 0
+
+    ignored: list[Any] = []  # what Python would print as "Exception ignored"
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    assert run(argparse.Namespace(command="corpus", handler=handler)) == 128 + signal.SIGTERM
+    assert "rfcircuits corpus: interrupted" in capsys.readouterr().err
+    assert not ignored
