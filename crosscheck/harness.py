@@ -11,7 +11,7 @@ list of instances, and compares:
 - **every explanation field** for each instance: against the brute force and the BDD oracle
   field by field; against the SAT oracle field by field for CEs and robustness, by its
   certificate (``certify_reasons``, which proves the native sets exactly right) for SRs and
-  NRs, also field by field on forests of at most ``SAT_ITEM_WORLDS`` worlds, and item by item
+  NRs, also field by field on forests of at most ``SAT_ENUMERATION_WORLDS`` worlds, and item by item
   (``check_gsr``/``check_gnr``/``check_flip``) for GSRs, GNRs and shortest flips.
 
 An oracle whose size limits the case exceeds is *skipped* with its reason, and so is the
@@ -53,9 +53,9 @@ HEADER = ("votes", "decision", "classes")
 ALG4_LIMIT = 10 ** 6
 #: Random worlds at which the SAT oracle checks class membership.
 SAT_WORLDS = 32
-#: Largest number of worlds for which SAT verifies GSR/GNR/flip items (their checks
-#: enumerate the violations of a clause).
-SAT_ITEM_WORLDS = 10 ** 6
+#: Largest forests (worlds) on which the SAT oracle's enumerated SRs and NRs are compared too,
+#: beside its certificate (which alone proves them; the enumeration checks the certificate).
+SAT_ENUMERATION_WORLDS = 10 ** 6
 
 
 #: ``on_unit(unit, outcomes, disagreements)``: the checks of one finished unit of a run.
@@ -499,8 +499,8 @@ class Crosscheck:
                      mine: dict[str, Any], sat: Any, what: Sequence[str]) -> None:
         reasons = tuple(k for k in ("sr", "nr") if k in what)
         # SRs and NRs face the certificate (:meth:`_certify`); their enumeration, the slow
-        # part on large forests, only where the item checks run too.
-        large = self.forest.n_worlds() > SAT_ITEM_WORLDS
+        # part on large forests, only on small ones (a check of the certificate itself).
+        large = self.forest.n_worlds() > SAT_ENUMERATION_WORLDS
         listed = tuple(k for k in what if k in sat.SUPPORTS and not (large and k in reasons))
         theirs = sat.explain(x, listed).to_json()
         self._fields("sat", shown, mine, theirs, HEADER + tuple(WHAT_FIELDS[k] for k in listed))
@@ -532,12 +532,9 @@ class Crosscheck:
             name = WHAT_FIELDS[key]
             if key not in what:
                 continue
-            if large:
-                self.report.skip(name, "sat", f"item checks limited to {SAT_ITEM_WORLDS} worlds")
-                continue
             for item in getattr(ours, name):
                 self._item(name, shown, item, lambda: check(x, item))
-        if "flips" in what and not large:
+        if "flips" in what:
             for item in ours.shortest_flips:
                 self._item("shortest_flips", shown, item,
                            lambda: sat.check_flip(x, item, ours.robustness))

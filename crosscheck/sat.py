@@ -54,7 +54,7 @@ UNSAT call each), every NR frees with all its features changed (one SAT call eac
 family has a member inside another (bitsets), and every set meeting all SRs contains an NR
 (one propositional call over one variable per feature); on large forests it is several times
 faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.harness`) checks the
-native SRs and NRs this way, and on forests of at most ``SAT_ITEM_WORLDS`` worlds also against
+native SRs and NRs this way, and on forests of at most ``SAT_ENUMERATION_WORLDS`` worlds also against
 the enumeration.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
@@ -74,6 +74,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pysat.card import CardEnc, EncType, ITotalizer
 from pysat.examples.hitman import Hitman
 from pysat.examples.rc2 import RC2
@@ -82,8 +83,9 @@ from pysat.solvers import Solver, SolverNames
 
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf
+from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
 from rfcircuits.terms import Clause, Literal, Term
+from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
 #: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
 #: KeyboardInterrupt, and the interrupted solver must not be called again.
@@ -159,7 +161,7 @@ class SatOracle:
 
     SUPPORTS = frozenset({"sr", "nr", "ce", "robust"})
 
-    def __init__(self, forest: Forest, ties: str = "first", encoding: str = "totalizer",
+    def __init__(self, forest: Forest, ties: str = "first", encoding: str = "kmtotalizer",
                  solver: str = "cadical195") -> None:
         if encoding not in ENCODINGS:
             raise InputError(f"unknown cardinality encoding {encoding!r}: expected one of "
@@ -170,6 +172,9 @@ class SatOracle:
         self.ties = check_choice("ties", ties, SAT_TIES)
         self.encoding = encoding
         self.solver_name = solver
+        #: Largest slice GNR checks table (:mod:`rfcircuits.crosscheck.slices`); beyond it they
+        #: search for counterexamples.
+        self.max_slice_cells = MAX_CELLS
         self.n_features = len(forest.features)
         self._pool = IDPool()
         self._state_vars = [[self._pool.id(("x", f, s)) for s in range(feature.n_states)]
@@ -178,6 +183,8 @@ class SatOracle:
         self._ge: dict[tuple[int, int], int] = {}
         self._atoms: list[list[tuple[int, int, int]]] = [[] for _ in forest.classes]
         self._goal_clauses: dict[int, list[list[int]]] = {}
+        self._order_vars: list[list[int]] = []
+        self._literals: dict[tuple[int, int], int] = {}
         self._encode()
         self._solver = Solver(name=solver, bootstrap_with=self.clauses)
         # Answers about the most recent instance (explain and the checks ask several times).
@@ -205,9 +212,13 @@ class SatOracle:
         forest, pool, add = self.forest, self._pool, self.clauses.append
         true = pool.id("true")
         add([true])
-        for row in self._state_vars:
-            self.clauses.extend(CardEnc.equals(row, 1, vpool=pool,
-                                               encoding=EncType.seqcounter).clauses)
+        for f, feature in enumerate(forest.features):
+            le = [pool.id(("le", f, s)) for s in range(feature.n_states - 1)]
+            self._order_vars.append(le)
+            for lower, upper in zip(le, le[1:]):
+                add([-lower, upper])
+            for s, v in enumerate(self._state_vars[f]):
+                _define_and(add, v, self._interval(f, s, s + 1))
         n_classes = len(forest.classes)
         self.vote_vars = [[pool.id(("t", l, i)) for i in range(n_classes)]
                           for l in range(len(forest.trees))]
@@ -215,6 +226,11 @@ class SatOracle:
                              for tree in forest.trees]
         for l, tree in enumerate(forest.trees):
             reach = [true] + [pool.id(("reach", l, k)) for k in range(1, len(tree.nodes))]
+            parents = [0] * len(tree.nodes)
+            for node in tree.nodes:
+                if type(node) is Branching:
+                    for _, child in node.branches:
+                        parents[child] += 1
             incoming: list[list[int]] = [[] for _ in tree.nodes]
             leaves: list[list[int]] = [[] for _ in range(n_classes)]
             for k, node in enumerate(tree.nodes):
@@ -222,17 +238,14 @@ class SatOracle:
                     leaves[node.label].append(reach[k])
                     continue
                 assert type(node) is Branching
-                row = self._state_vars[node.feature]
                 for b, (mask, child) in enumerate(node.branches):
-                    edge = pool.id(("edge", l, k, b))
-                    states = [v for s, v in enumerate(row) if mask >> s & 1]
-                    add([-edge, reach[k]])
-                    add([-edge] + states)
-                    for v in states:
-                        add([-reach[k], -v, edge])
+                    # A node with one way in is reached exactly when that branch is taken.
+                    edge = reach[child] if parents[child] == 1 else pool.id(("edge", l, k, b))
+                    _define_and(add, edge, [reach[k], self._holds(node.feature, mask)])
                     incoming[child].append(edge)
             for k in range(1, len(tree.nodes)):
-                _define_or(add, reach[k], incoming[k])
+                if parents[k] > 1:
+                    _define_or(add, reach[k], incoming[k])
             for i in range(n_classes):
                 _define_or(add, self.vote_vars[l][i], leaves[i])
         self._base_len = len(self.clauses)
@@ -252,6 +265,33 @@ class SatOracle:
             for lit in conj:
                 add([-r, lit])
             add([r] + [-lit for lit in conj])
+
+    def _interval(self, f: int, first: int, end: int) -> list[int]:
+        """Literals whose conjunction says ``first <= X_f < end`` (none for every state)."""
+        le = self._order_vars[f]
+        return ([-le[first - 1]] if first > 0 else []) + ([le[end - 1]] if end <= len(le) else [])
+
+    def _holds(self, f: int, mask: int) -> int:
+        """A literal equivalent to ``X_f ∈ mask``, made once per literal (trees share them):
+        an order literal or a state variable when one says it, else a new variable defined
+        from the mask's intervals."""
+        if (f, mask) not in self._literals:
+            parts = []
+            for first, end in mask_blocks(mask):
+                lits = self._interval(f, first, end)
+                if end - first == 1:
+                    parts.append(self._state_vars[f][first])
+                elif len(lits) < 2:
+                    parts.append(lits[0] if lits else self._pool.id("true"))
+                else:
+                    parts.append(self._pool.id(("and", f, first, end)))
+                    _define_and(self.clauses.append, parts[-1], lits)
+            if len(parts) == 1:
+                self._literals[(f, mask)] = parts[0]
+            else:
+                self._literals[(f, mask)] = self._pool.id(("in", f, mask))
+                _define_or(self.clauses.append, self._literals[(f, mask)], parts)
+        return self._literals[(f, mask)]
 
     def _comparison(self, i: int, j: int) -> int:
         """Selector ``g ⇔ [v_i >= v_j]``, i.e. ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``."""
@@ -325,9 +365,16 @@ class SatOracle:
         return [self._state_vars[f][x[f]] for f in features]
 
     def _term(self, term: Term) -> list[int]:
-        """Assumptions asserting every literal ``X ∈ S`` of a term."""
-        return [-v for f, mask in term for s, v in enumerate(self._state_vars[f])
-                if not mask >> s & 1]
+        """Assumptions asserting every literal ``X ∈ S`` of a term: the two order literals
+        of an interval of states, else the states outside ``S`` false."""
+        out = []
+        for f, mask in term:
+            blocks = list(mask_blocks(mask))
+            if len(blocks) == 1:
+                out.extend(self._interval(f, *blocks[0]))
+            else:
+                out.extend(-v for s, v in enumerate(self._state_vars[f]) if not mask >> s & 1)
+        return out
 
     def _states(self, model: list[int]) -> Instance:
         """The model's world."""
@@ -484,12 +531,59 @@ class SatOracle:
         x = self._check_instance(x)
         self._check_items(term)
         valid = self._implies(x, self._widen(x, term))
-        prime = valid and not any(self._implies(x, self._widen(x, weaker))
-                                  for weaker in self._widenings(term))
+        prime = valid and all(self._widenings_escape(x, term, k) for k in range(len(term)))
         features = [f for f, _ in term]
-        variable_minimal = not any(
-            self._implies(x, tuple((g, 1 << x[g]) for g in features if g != f)) for f in features)
+        variable_minimal = not any(self._blocks(x, [g for g in features if g != f])
+                                   for f in features)
         return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
+
+    def _widenings_escape(self, x: Instance, term: Term, k: int) -> bool:
+        """No widening of the term's literal ``k`` by one state is an implicant of GR: for each
+        state ``s`` the literal lacks, some world with ``s`` there satisfying the other literals
+        (widened by x's states, :meth:`_widen`) is outside Δ; when the literal lacks x's state,
+        widening by it changes nothing and is an implicant. The escapes found so far for ``x``
+        answer for every state of their boxes (:meth:`_escape_box`); a SAT call asks for a new
+        escape among the states still open, until none is left (or none exists)."""
+        f, mask = term[k]
+        if not mask >> x[f] & 1:
+            return False
+        rest = self._widen(x, term[:k] + term[k + 1:])
+        open_states = self.forest.features[f].full & ~mask
+        for box in self._cache_of(x).setdefault("escapes", []):
+            if all(box[g] & m for g, m in rest):
+                open_states &= ~box[f]
+        while open_states:
+            model = self._model(self._term(rest + ((f, open_states),)) + [self._not_delta(x)])
+            if model is None:
+                return False
+            open_states &= ~self._escape_box(x, self._states(model))[f]
+        return True
+
+    def _blocks(self, x: Instance, features: Sequence[int]) -> bool:
+        """Fixing ``features`` to x's states forces Δ (no world agreeing with x there is
+        outside Δ): an escape box that holds x's states there refutes it, else a SAT call."""
+        cache = self._cache_of(x)
+        key = ("blocks", frozenset(features))
+        if key not in cache:
+            boxes = cache.setdefault("escapes", [])
+            if any(all(box[g] >> x[g] & 1 for g in features) for box in boxes):
+                cache[key] = False
+            else:
+                model = self._model(self._fix(x, features) + [self._not_delta(x)])
+                if model is not None:
+                    self._escape_box(x, self._states(model))
+                cache[key] = model is None
+        return cache[key]
+
+    def _escape_box(self, x: Instance, w: Instance) -> tuple[int, ...]:
+        """The box of worlds voting as the world ``w`` a model of ``¬Δ`` gave (:func:`path_box`),
+        kept among x's escapes. The trees' votes at ``w`` are counted: a model that is in Δ
+        by them is an inconsistency of the encoding, raised rather than believed."""
+        votes, box = path_box(self.forest, w)
+        if member_grid(np.array(votes), self.decision(x), self.ties):
+            raise AssertionError(f"SAT oracle: the model {w} of ¬Δ has votes {votes}, in Δ")
+        self._cache_of(x).setdefault("escapes", []).append(box)
+        return box
 
     def _widenings(self, term: Term) -> Iterable[Term]:
         """Terms one state weaker (a literal that becomes full is dropped)."""
@@ -584,11 +678,27 @@ class SatOracle:
         monotone, so dropping one feature at a time suffices. The clause is a GNR iff all three
         hold.
 
-        Validity is decided by a counter-example loop over falsifying assignments
-        (:meth:`_gr_implicate`): fast for clauses on few features, exponential in the worst case.
+        The verdicts depend only on the worlds agreeing with x outside the clause's features,
+        which :class:`~rfcircuits.crosscheck.slices.Slice` tables by counting votes (once per
+        instance and feature set); a slice too large for that is searched by a counter-example
+        loop over falsifying assignments (:meth:`_gr_implicate`), exponential in the worst
+        case. Verdicts are kept per instance (a shortest flip is a GNR checked again).
         """
         x = self._check_instance(x)
         self._check_items(clause)
+        cache = self._cache_of(x)
+        if ("gnr", clause) not in cache:
+            features = tuple(f for f, _ in clause)
+            if ("slice", features) not in cache:
+                cache[("slice", features)] = Slice(self.forest, x, features, self.decision(x),
+                                                   self.ties, self.max_slice_cells)
+            grid = cache[("slice", features)]
+            cache[("gnr", clause)] = self._gnr_by_search(x, clause) if grid.delta is None \
+                else gnr_verdicts(grid, clause)
+        return dict(cache[("gnr", clause)])
+
+    def _gnr_by_search(self, x: Instance, clause: Clause) -> dict[str, bool]:
+        """:meth:`check_gnr` on a slice too large to table, by counter-example search."""
         valid = self._gr_implicate(x, clause)
         prime = valid and not any(self._gr_implicate(x, stronger, pinned)
                                   for stronger, pinned in self._narrowings(x, clause))
@@ -842,6 +952,31 @@ class SatOracle:
         missing = None if uncovered is None else (uncovered[1], self._simple(x, [uncovered[2]])[0])
         return Certificate(verdicts, found, missing)
 
+    def missing_contrastive(self, x: Sequence[int], t: int,
+                            ces: Sequence[Clause]) -> Clause | None:
+        """A CE for target ``t`` missing from ``ces``, or None when every CE is among them;
+        ``ces`` must be CEs (:meth:`check_ce` holds for each). The certificate: CEs are the
+        minimal freers of ``R^t``, so they are all given iff every minimal set meeting each
+        of them blocks ``R^t`` (one UNSAT call per such set, enumerated by
+        :class:`~pysat.examples.hitman.Hitman`). A set ``H`` meeting every given CE that does
+        not block leaves a world changing only features outside ``H``; a minimal freer inside
+        those features (shrunk one feature at a time) meets no given CE, so it is missing.
+        When ``x`` is in ``R^t`` (``()`` is given) nothing can be missing."""
+        x = self._check_instance(x)
+        sets = [sorted(f for f, _ in clause) for clause in ces]
+        if [] in sets:
+            return None
+        goal = self._shared_goal(self._class_var(t))
+        with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver, \
+                Hitman(bootstrap_with=sets, solver="mgh", htype="sat") as hitman, \
+                interruptible():
+            for hitting in hitman.enumerate() if sets else iter([[]]):
+                if self._solve(solver, self._fix(x, hitting)):
+                    kind, freer = self._missing(solver, x, frozenset(hitting))
+                    assert kind == "nr"
+                    return self._simple(x, [freer])[0]
+        return None
+
     def _malformed(self, x: Instance, kind: str, items: Sequence[Term]) -> str | None:
         """Why the items are not x's literals in canonical order, or None (``*_well_formed``)."""
         literals = {(f, 1 << s) for f, s in enumerate(x) if self.forest.features[f].n_states > 1}
@@ -988,6 +1123,13 @@ def _strict_subset(sets: Sequence[tuple[int, ...]], n: int) -> tuple[int, int] |
         if inside:
             return i, (inside & -inside).bit_length() - 1
     return None
+
+
+def _define_and(add: Any, out: int, inputs: list[int]) -> None:
+    """Clauses of ``out ⇔ ∧ inputs`` (``out`` true when there is no input)."""
+    add([out] + [-v for v in inputs])
+    for v in inputs:
+        add([-out, v])
 
 
 def _define_or(add: Any, out: int, inputs: list[int]) -> None:

@@ -63,7 +63,8 @@ natively) are graded by the oracle alone: a listed item is ``ok`` when every ver
 ``checked`` (against the native answer), ``certified`` (a line lists both SRs and NRs, both
 graded by the oracle alone: :meth:`SatOracle.certify_reasons` proves the correct listed ones
 complete or finds an item missing, which is added with status ``missing``, repeatedly, up to
-:data:`MISSING_LIMIT` per field) or ``not checked``. The run is correct (exit 0) when every
+:data:`MISSING_LIMIT` per field; a target's CEs graded by the oracle alone, by
+:meth:`SatOracle.missing_contrastive`, alike) or ``not checked``. The run is correct (exit 0) when every
 item is ``ok``, every scalar field matches and every instance has a line; otherwise exit 1; the
 result line says for which fields completeness was not checked, and never calls them complete.
 Malformed input exits 2 naming the line and field.
@@ -831,9 +832,29 @@ class Verifier:
                     note=f"the instance is in class {self.forest.classes[t]}: contrastive "
                          "explanations are listed only for classes it is not in"))
                 continue
-            out.append(FieldResult("contrastive", target=t, items=self._items(
-                "contrastive", x, given.get(t, ()), expected[t], t), native=native))
+            result = FieldResult("contrastive", target=t, items=self._items(
+                "contrastive", x, given.get(t, ()), expected[t], t), native=native)
+            if not native:
+                self._certify_contrastive(x, t, result)
+            out.append(result)
         return out
+
+    def _certify_contrastive(self, x: Instance, t: int, ces: FieldResult) -> None:
+        """Completeness of one target's CEs graded by the oracle alone: the listed items every
+        verdict holds for go to :meth:`SatOracle.missing_contrastive`; each item it finds is
+        added (status ``missing``) and the rest certified again, up to :data:`MISSING_LIMIT`."""
+        assert ces.items is not None
+        found = {i.item for i in ces.items if i.status == "ok"}
+        while (item := self.sat.missing_contrastive(x, t, Explanation.sets(found))) is not None:
+            if sum(not i.listed for i in ces.items) == MISSING_LIMIT:
+                ces.note = f"more items may be missing: the certificate stopped after {MISSING_LIMIT}"
+                return
+            found.add(item)
+            ces.items.append(self._item("contrastive", x, item, False, None, t,
+                                        note="found missing by the oracle's certificate"))
+        ces.certified = True
+        order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in ces.items))}
+        ces.items.sort(key=lambda i: order[i.item])
 
 
 def field_names(names: Iterable[str]) -> frozenset[str]:

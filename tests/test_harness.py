@@ -413,7 +413,7 @@ def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
     assert small.ok and [(o.status, o.detail) for o in small.outcomes
                          if o.check == "sufficient_reasons"] == [("agree", ""),
                                                                   ("agree", "certified")]
-    monkeypatch.setattr(harness, "SAT_ITEM_WORLDS", 1)  # the certificate path, alone
+    monkeypatch.setattr(harness, "SAT_ENUMERATION_WORLDS", 1)  # the certificate path, alone
 
     def enumerated(self, x, goal):
         raise AssertionError("SRs and NRs enumerated")

@@ -179,12 +179,14 @@ def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
 
 
 @pytest.mark.parametrize("ties", ["first", "all"])
+@pytest.mark.parametrize("tabled", [True, False], ids=["slices", "search"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=forest_and_instance(Limits(max_features=3, max_states=4, max_trees=5,
                                        max_classes=3)),
        seed=st.integers(0, 2**16))
-def test_check_verdicts_equal_definitions(ties, case, seed):
-    """Every verdict of every check, on arbitrary items, equals the brute-force definition."""
+def test_check_verdicts_equal_definitions(ties, tabled, case, seed):
+    """Every verdict of every check, on arbitrary items, equals the brute-force definition;
+    GNR checks both on tabled slices and by counter-example search."""
     forest, x = case
     rng = random.Random(seed)
     brute = BruteForce(forest, ties)
@@ -201,6 +203,7 @@ def test_check_verdicts_equal_definitions(ties, case, seed):
         return not any({f for f, _ in p} < mine for p in primes)
 
     with SatOracle(forest, ties) as oracle:
+        oracle.max_slice_cells = oracle.max_slice_cells if tabled else 0
         for v in range(1 << n):
             items = simple(x, v)
             sufficient = brute.term_worlds(items) & ~delta == 0

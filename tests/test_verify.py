@@ -405,8 +405,21 @@ def test_oracle_only_grades_listed_items_and_certifies_srs_with_nrs(answered):
     assert report.completeness()["sufficient_reasons"] == "certified"
     assert report.completeness()["necessary_reasons"] == "certified"
     assert report.completeness()["general_sufficient_reasons"] == "not checked"
-    assert report.result() == ("every item correct; completeness not checked for gsr, gnr, ce, "
+    assert report.completeness()["contrastive"] == "certified"
+    assert report.result() == ("every item correct; completeness not checked for gsr, gnr, "
                                "flips (--oracle-only)")
+    # A dropped CE: the certificate finds exactly that CE missing, a CE by brute force.
+    fewer = [{**line, "contrastive": {t: ces[1:] for t, ces in line["contrastive"].items()}}
+             for line in lines]
+    report = verify(f, xs, _rows(fewer), ties, oracle_only=fields)
+    assert not report.ok
+    for x, line, r in zip(xs, lines, report.lines):
+        brute = dict(BruteForce(f, ties).explain(x, ("ce",)).contrastive)
+        for fr in r.fields:
+            if fr.field == "contrastive":
+                missing = [i.item for i in fr.items if i.status == "missing"]
+                assert fr.certified and len(missing) == min(1, len(brute[fr.target]))
+                assert set(missing) <= set(brute[fr.target])
     # A dropped SR, with the NRs listed too: the certificate finds exactly that SR missing,
     # an SR by brute force.
     dropped = [{**line, "sufficient_reasons": line["sufficient_reasons"][1:]} for line in lines]
@@ -504,7 +517,7 @@ def test_cli_exit_codes_and_json(files, capsys):
     assert _run(paths, "--oracle-only", "all", "--json") == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"]["items"]["missing"] == 1
-    assert "completeness not checked for gsr, gnr, ce, flips (--oracle-only)" in doc["result"]
+    assert "completeness not checked for gsr, gnr, flips (--oracle-only)" in doc["result"]
     for bad_value in ("bogus", "sr,votes"):
         assert _run(paths, "--oracle-only", bad_value) == 2
         err = capsys.readouterr().err
