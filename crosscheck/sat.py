@@ -83,7 +83,7 @@ from pysat.solvers import Solver, SolverNames
 
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
+from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks, mask_states as bits
 from rfcircuits.terms import Clause, Literal, Term
 from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
@@ -185,6 +185,7 @@ class SatOracle:
         self._goal_clauses: dict[int, list[list[int]]] = {}
         self._order_vars: list[list[int]] = []
         self._literals: dict[tuple[int, int], int] = {}
+        self._goal_solvers: dict[int, Solver] = {}
         self._encode()
         self._solver = Solver(name=solver, bootstrap_with=self.clauses)
         # Answers about the most recent instance (explain and the checks ask several times).
@@ -194,6 +195,9 @@ class SatOracle:
     def close(self) -> None:
         """Release the SAT solvers."""
         self._solver.delete()
+        for solver in self._goal_solvers.values():
+            solver.delete()
+        self._goal_solvers.clear()
 
     def __enter__(self) -> SatOracle:
         return self
@@ -352,6 +356,9 @@ class SatOracle:
         except KeyboardInterrupt:
             if solver is self._solver:
                 self._solver = Solver(name=self.solver_name, bootstrap_with=self.clauses)
+            for goal, kept in list(self._goal_solvers.items()):
+                if kept is solver:
+                    del self._goal_solvers[goal]
             raise
 
     def _model(self, assumptions: list[int]) -> list[int] | None:
@@ -478,20 +485,29 @@ class SatOracle:
         one literal at a time suffices)."""
         x = self._check_instance(x)
         self._check_items(term)
+        features = [f for f, _ in term]
+        if all(mask == 1 << x[f] for f, mask in term):
+            sufficient = self._blocks(x, features)
+            minimal = sufficient and not any(self._blocks(x, features[:k] + features[k + 1:])
+                                             for k in range(len(features)))
+            return {"sufficient": sufficient, "minimal": minimal}
         sufficient = self._implies(x, term)
         minimal = sufficient and not any(
             self._implies(x, term[:k] + term[k + 1:]) for k in range(len(term)))
         return {"sufficient": sufficient, "minimal": minimal}
 
-    def _check_freer(self, x: Sequence[int], clause: Clause, goal: int) -> tuple[bool, bool]:
-        """Instance literals whose features free ``goal``; and minimality of that set."""
+    def _check_freer(self, x: Sequence[int], clause: Clause, goal: int,
+                     minimal: bool = True) -> tuple[bool, bool]:
+        """Instance literals whose features free ``goal``; and (when asked) minimality of that
+        set."""
         self._check_items(clause)
         simple = all(mask == 1 << x[f] for f, mask in clause)
         features = [f for f, _ in clause]
-        holds = simple and self._allows(x, features, goal)
-        minimal = holds and not any(
-            self._allows(x, features[:k] + features[k + 1:], goal) for k in range(len(features)))
-        return holds, minimal
+        chosen = set(features)
+        others = [f for f in range(self.n_features) if f not in chosen]
+        holds = simple and not self._blocks(x, others, goal)
+        return holds, minimal and holds and all(self._blocks(x, others + [f], goal)
+                                                for f in features)
 
     def check_nr(self, x: Sequence[int], clause: Clause) -> dict[str, bool]:
         """NR check. ``necessary``: the literals are instance literals and some world
@@ -507,6 +523,11 @@ class SatOracle:
         x = self._check_instance(x)
         reaches, minimal = self._check_freer(x, clause, self._class_var(t))
         return {"reaches": reaches, "minimal": minimal}
+
+    def reaches(self, x: Sequence[int], t: int, clause: Clause) -> bool:
+        """:meth:`check_ce`'s ``reaches`` alone (one call at most, none once known)."""
+        x = self._check_instance(x)
+        return self._check_freer(x, clause, self._class_var(t), minimal=False)[0]
 
     def _widen(self, x: Sequence[int], term: Term) -> Term:
         """``τ'``: every literal widened by the instance's state (full literals dropped).
@@ -559,21 +580,51 @@ class SatOracle:
             open_states &= ~self._escape_box(x, self._states(model))[f]
         return True
 
-    def _blocks(self, x: Instance, features: Sequence[int]) -> bool:
-        """Fixing ``features`` to x's states forces Δ (no world agreeing with x there is
-        outside Δ): an escape box that holds x's states there refutes it, else a SAT call."""
+    def _blocks(self, x: Instance, features: Iterable[int], goal: int | None = None) -> bool:
+        """Fixing ``features`` to x's states makes the goal literal (default ``¬Δ``)
+        unsatisfiable. Blocking is monotone in the features, so what x's earlier calls proved
+        decides first: a known blocker inside the set blocks it, a known freer (the features a
+        model changed) outside it frees it, and for ``¬Δ`` so does an escape box holding x's
+        states on the set. Otherwise one call on the goal's own solver (its leaner CNF,
+        :meth:`_goal_cnf`, with x's states as preferred phases so that models change few
+        features); an UNSAT answer is kept as the blocker its core names, a model as the
+        freer it changes. Verifying a family of reasons then takes about one call per item:
+        a true NR's minimality is shown by the SRs that meet it in one feature, and so on."""
+        goal = self._not_delta(x) if goal is None else goal
+        fixed = 0
+        for f in features:
+            fixed |= 1 << f
         cache = self._cache_of(x)
-        key = ("blocks", frozenset(features))
-        if key not in cache:
-            boxes = cache.setdefault("escapes", [])
-            if any(all(box[g] >> x[g] & 1 for g in features) for box in boxes):
-                cache[key] = False
-            else:
-                model = self._model(self._fix(x, features) + [self._not_delta(x)])
-                if model is not None:
-                    self._escape_box(x, self._states(model))
-                cache[key] = model is None
-        return cache[key]
+        blockers = cache.setdefault(("blockers", goal), [])
+        freers = cache.setdefault(("freers", goal), [])
+        if any(b & ~fixed == 0 for b in blockers):
+            return True
+        if any(d & fixed == 0 for d in freers):
+            return False
+        if goal == self._not_delta(x) and any(
+                all(box[g] >> x[g] & 1 for g in bits(fixed)) for box in cache.get("escapes", ())):
+            return False
+        solver = self._goal_solver(x, goal)
+        fix = self._fix(x, range(self.n_features))
+        if self._solve(solver, [fix[f] for f in bits(fixed)]):
+            changed = 0
+            for f in self._diff(solver.get_model(), x):
+                changed |= 1 << f
+            freers.append(changed)
+            return False
+        core = set(solver.get_core() or ())
+        blockers.append(sum(1 << f for f in bits(fixed) if fix[f] in core))
+        return True
+
+    def _goal_solver(self, x: Instance, goal: int) -> Solver:
+        """The solver kept for a goal literal, its preferred phases set to x's states."""
+        goal = self._shared_goal(goal)
+        if goal not in self._goal_solvers:
+            self._goal_solvers[goal] = Solver(name=self.solver_name,
+                                              bootstrap_with=self._goal_cnf(goal))
+        solver = self._goal_solvers[goal]
+        solver.set_phases(self._fix(x, range(self.n_features)))
+        return solver
 
     def _escape_box(self, x: Instance, w: Instance) -> tuple[int, ...]:
         """The box of worlds voting as the world ``w`` a model of ``¬Δ`` gave (:func:`path_box`),
@@ -955,26 +1006,31 @@ class SatOracle:
     def missing_contrastive(self, x: Sequence[int], t: int,
                             ces: Sequence[Clause]) -> Clause | None:
         """A CE for target ``t`` missing from ``ces``, or None when every CE is among them;
-        ``ces`` must be CEs (:meth:`check_ce` holds for each). The certificate: CEs are the
-        minimal freers of ``R^t``, so they are all given iff every minimal set meeting each
-        of them blocks ``R^t`` (one UNSAT call per such set, enumerated by
-        :class:`~pysat.examples.hitman.Hitman`). A set ``H`` meeting every given CE that does
-        not block leaves a world changing only features outside ``H``; a minimal freer inside
-        those features (shrunk one feature at a time) meets no given CE, so it is missing.
-        When ``x`` is in ``R^t`` (``()`` is given) nothing can be missing."""
+        every item of ``ces`` must reach ``R^t`` (:meth:`check_ce`'s ``reaches``; minimal or
+        not). The certificate: a minimal freer ``F`` of ``R^t`` not given contains no given
+        item (one inside it would free, so be ``F``), so the features outside ``F`` meet every
+        item, and do not block. Hence the items hold every CE iff every minimal set meeting
+        each of them blocks ``R^t``: one UNSAT call per such set, enumerated by
+        :class:`~pysat.examples.hitman.Hitman`, and each kept as a blocker (:meth:`_blocks`),
+        which then decides the items' minimality without further calls. A set that does not
+        block yields a world changing features outside it; a minimal freer inside those
+        (shrunk one feature at a time) is missing. When ``x`` is in ``R^t`` (``()`` is given)
+        nothing can be missing."""
         x = self._check_instance(x)
         sets = [sorted(f for f, _ in clause) for clause in ces]
         if [] in sets:
             return None
-        goal = self._shared_goal(self._class_var(t))
-        with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver, \
-                Hitman(bootstrap_with=sets, solver="mgh", htype="sat") as hitman, \
-                interruptible():
+        goal = self._class_var(t)
+        everything = set(range(self.n_features))
+        with Hitman(bootstrap_with=sets, solver="mgh", htype="sat") as hitman, interruptible():
             for hitting in hitman.enumerate() if sets else iter([[]]):
-                if self._solve(solver, self._fix(x, hitting)):
-                    kind, freer = self._missing(solver, x, frozenset(hitting))
-                    assert kind == "nr"
-                    return self._simple(x, [freer])[0]
+                if self._blocks(x, hitting, goal):
+                    continue
+                freer = set(bits(self._cache_of(x)[("freers", goal)][-1]))
+                for f in sorted(freer):
+                    if not self._blocks(x, everything - freer | {f}, goal):
+                        freer.discard(f)
+                return self._simple(x, [frozenset(freer)])[0]
         return None
 
     def _malformed(self, x: Instance, kind: str, items: Sequence[Term]) -> str | None:

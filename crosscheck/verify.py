@@ -832,27 +832,41 @@ class Verifier:
                     note=f"the instance is in class {self.forest.classes[t]}: contrastive "
                          "explanations are listed only for classes it is not in"))
                 continue
+            # Oracle alone: the certificate first, whose blockers then decide the items'
+            # minimality without SAT calls of their own.
+            missing = None if native else self._missing_ces(x, t, given.get(t, ()))
             result = FieldResult("contrastive", target=t, items=self._items(
                 "contrastive", x, given.get(t, ()), expected[t], t), native=native)
-            if not native:
-                self._certify_contrastive(x, t, result)
+            if missing is not None:
+                self._add_missing(result, x, t, *missing)
             out.append(result)
         return out
 
-    def _certify_contrastive(self, x: Instance, t: int, ces: FieldResult) -> None:
-        """Completeness of one target's CEs graded by the oracle alone: the listed items every
-        verdict holds for go to :meth:`SatOracle.missing_contrastive`; each item it finds is
-        added (status ``missing``) and the rest certified again, up to :data:`MISSING_LIMIT`."""
-        assert ces.items is not None
-        found = {i.item for i in ces.items if i.status == "ok"}
+    def _missing_ces(self, x: Instance, t: int, listed: Iterable[Term]
+                     ) -> tuple[list[Term], bool]:
+        """The CEs for ``t`` missing from the listed items that reach ``R^t``, found by
+        :meth:`SatOracle.missing_contrastive` one at a time (each added and the rest certified
+        again), up to :data:`MISSING_LIMIT`; and whether the search ended (certified)."""
+        found = {c for c in listed if self.sat.reaches(x, t, c)}
+        missing: list[Term] = []
         while (item := self.sat.missing_contrastive(x, t, Explanation.sets(found))) is not None:
-            if sum(not i.listed for i in ces.items) == MISSING_LIMIT:
-                ces.note = f"more items may be missing: the certificate stopped after {MISSING_LIMIT}"
-                return
+            if len(missing) == MISSING_LIMIT:
+                return missing, False
             found.add(item)
-            ces.items.append(self._item("contrastive", x, item, False, None, t,
-                                        note="found missing by the oracle's certificate"))
-        ces.certified = True
+            missing.append(item)
+        return missing, True
+
+    def _add_missing(self, ces: FieldResult, x: Instance, t: int, missing: list[Term],
+                     certified: bool) -> None:
+        """One target's CEs graded by the oracle alone: the missing ones added (status
+        ``missing``), in order, and certified unless the search stopped at its limit."""
+        assert ces.items is not None
+        ces.items.extend(self._item("contrastive", x, item, False, None, t,
+                                    note="found missing by the oracle's certificate")
+                         for item in missing)
+        ces.certified = certified
+        if not certified:
+            ces.note = f"more items may be missing: the certificate stopped after {MISSING_LIMIT}"
         order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in ces.items))}
         ces.items.sort(key=lambda i: order[i.item])
 
