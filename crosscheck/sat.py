@@ -583,37 +583,34 @@ class SatOracle:
     def _blocks(self, x: Instance, features: Iterable[int], goal: int | None = None) -> bool:
         """Fixing ``features`` to x's states makes the goal literal (default ``¬Δ``)
         unsatisfiable. Blocking is monotone in the features, so what x's earlier calls proved
-        decides first: a known blocker inside the set blocks it, a known freer (the features a
-        model changed) outside it frees it, and for ``¬Δ`` so does an escape box holding x's
-        states on the set. Otherwise one call on the goal's own solver (its leaner CNF,
+        decides first: a known blocker inside the set blocks it, a known freer outside it frees
+        it (:class:`_Family`). Otherwise one call on the goal's own solver (its leaner CNF,
         :meth:`_goal_cnf`, with x's states as preferred phases so that models change few
         features); an UNSAT answer is kept as the blocker its core names, a model as the
-        freer it changes. Verifying a family of reasons then takes about one call per item:
+        freer of the features its box (:func:`path_box`) leaves x's states on; the escape
+        boxes of :meth:`_escape_box` are freers of ``¬Δ`` too. Verifying a family of reasons then takes about one call per item:
         a true NR's minimality is shown by the SRs that meet it in one feature, and so on."""
         goal = self._not_delta(x) if goal is None else goal
         fixed = 0
         for f in features:
             fixed |= 1 << f
         cache = self._cache_of(x)
-        blockers = cache.setdefault(("blockers", goal), [])
-        freers = cache.setdefault(("freers", goal), [])
-        if any(b & ~fixed == 0 for b in blockers):
+        blockers = cache.setdefault(("blockers", goal), _Family(self.n_features))
+        freers = cache.setdefault(("freers", goal), _Family(self.n_features))
+        if blockers.has_inside(fixed):
             return True
-        if any(d & fixed == 0 for d in freers):
-            return False
-        if goal == self._not_delta(x) and any(
-                all(box[g] >> x[g] & 1 for g in bits(fixed)) for box in cache.get("escapes", ())):
+        if freers.outside(fixed) is not None:
             return False
         solver = self._goal_solver(x, goal)
         fix = self._fix(x, range(self.n_features))
         if self._solve(solver, [fix[f] for f in bits(fixed)]):
-            changed = 0
-            for f in self._diff(solver.get_model(), x):
-                changed |= 1 << f
-            freers.append(changed)
+            # The features the world's box (where the trees vote alike) leaves x's states on:
+            # a freer as small as that world shows.
+            _, box = path_box(self.forest, self._states(solver.get_model()))
+            freers.add(sum(1 << g for g in range(self.n_features) if not box[g] >> x[g] & 1))
             return False
         core = set(solver.get_core() or ())
-        blockers.append(sum(1 << f for f in bits(fixed) if fix[f] in core))
+        blockers.add(sum(1 << f for f in bits(fixed) if fix[f] in core))
         return True
 
     def _goal_solver(self, x: Instance, goal: int) -> Solver:
@@ -633,7 +630,10 @@ class SatOracle:
         votes, box = path_box(self.forest, w)
         if member_grid(np.array(votes), self.decision(x), self.ties):
             raise AssertionError(f"SAT oracle: the model {w} of ¬Δ has votes {votes}, in Δ")
-        self._cache_of(x).setdefault("escapes", []).append(box)
+        cache = self._cache_of(x)
+        cache.setdefault("escapes", []).append(box)
+        cache.setdefault(("freers", self._not_delta(x)), _Family(self.n_features)).add(
+            sum(1 << g for g in range(self.n_features) if not box[g] >> x[g] & 1))
         return box
 
     def _widenings(self, term: Term) -> Iterable[Term]:
@@ -1026,7 +1026,8 @@ class SatOracle:
             for hitting in hitman.enumerate() if sets else iter([[]]):
                 if self._blocks(x, hitting, goal):
                     continue
-                freer = set(bits(self._cache_of(x)[("freers", goal)][-1]))
+                fixed = sum(1 << f for f in hitting)
+                freer = set(bits(self._cache_of(x)[("freers", goal)].outside(fixed)))
                 for f in sorted(freer):
                     if not self._blocks(x, everything - freer | {f}, goal):
                         freer.discard(f)
@@ -1146,6 +1147,39 @@ class SatOracle:
         changed = [f"{feature.name}={feature.states[w[f]]}"
                    for f, feature in enumerate(self.forest.features) if w[f] != x[f]]
         return "the world changing x to {" + ", ".join(changed) + "}"
+
+
+class _Family:
+    """Feature sets (bitmasks) with two queries in ``O(#features)`` big-integer operations,
+    whatever their number: ``holders[f]`` has bit ``k`` when the ``k``-th set contains ``f``."""
+
+    def __init__(self, n: int) -> None:
+        self.holders = [0] * n
+        self.everyone = 0
+        self.sets: list[int] = []
+
+    def add(self, members: int) -> None:
+        bit = 1 << len(self.sets)
+        self.sets.append(members)
+        self.everyone |= bit
+        for f in bits(members):
+            self.holders[f] |= bit
+
+    def has_inside(self, mask: int) -> bool:
+        """Some set lies inside ``mask``: one is held by no feature outside it."""
+        outside = 0
+        for f, held in enumerate(self.holders):
+            if not mask >> f & 1:
+                outside |= held
+        return bool(self.everyone & ~outside)
+
+    def outside(self, mask: int) -> int | None:
+        """A set that misses ``mask`` (one held by no feature of it), or None."""
+        inside = 0
+        for f in bits(mask):
+            inside |= self.holders[f]
+        free = self.everyone & ~inside
+        return self.sets[(free & -free).bit_length() - 1] if free else None
 
 
 def _strict_subset(sets: Sequence[tuple[int, ...]], n: int) -> tuple[int, int] | None:

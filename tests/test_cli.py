@@ -134,6 +134,15 @@ def test_bench_explain_rows(tmp_path, capsys):
         assert r["paper_t_nr"] is None  # not the paper's configuration (#T differs)
         assert r["t_sr_expand"] >= 0 and r["t_nr"] >= 0
     assert "c_ce" not in rows[0] and rows[1]["c_ce"] > 0
+    # The trained suite: every check kind, native beside SAT, answers agreeing.
+    assert main(["bench", "oracles", "--suite", "trained", "--data-dir", str(tmp_path),
+                 "--datasets", "iris", "--trees", "3", "--json", "-q"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert row["dataset"] == "iris" and row["depth"] == 6 and row["agree"] == "yes"
+    for kind in ("sr+nr", "ce", "robust", "gsr", "gnr", "flips"):
+        assert row[f"t_{kind}_native"] >= 0 and row[f"t_{kind}_sat"] >= 0
+        assert f"{kind}_ratio" in row
+    assert row["mb"] > 0
     # A dataset beyond the node budget gets a row saying so; the run goes on.
     for what in (["compile", "--form", "dg-conj"], ["explain"], ["oracles"]):
         assert main(["bench", *what, "--data-dir", str(tmp_path), "--datasets",

@@ -150,6 +150,11 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
+    if bench_extra:
+        p.add_argument("--suite", choices=("paper", "trained"), default="paper",
+                       help="oracles: Table 3's forests (depth 4; SRs and robustness), or the "
+                            "100-tree forests of docs/decisions.md at their depths, every "
+                            "check kind crosscheck runs (default: paper)")
     add_counter(p)
     add_max_nodes(p)
     add_no_progress(p)

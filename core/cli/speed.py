@@ -1,10 +1,14 @@
 """``rfcircuits bench oracles``: the native engine's speed beside the SAT oracle's, one run.
 
-For each Table 3 configuration (dataset, #trees, depth 4, seed; see ``rfcircuits.cli.bench``), both
-engines explain the same test instances: robustness, and enumeration of all SRs. Native times
-are per instance *after* compiling the class formulas (compile time reported apart), SAT times
-per instance after building its CNF; answers are compared too, and the ratios SAT/native are
-printed. A row is printed as soon as its dataset is done.
+``--suite paper``: for each Table 3 configuration (dataset, #trees, depth 4, seed; see
+``rfcircuits.cli.bench``), both engines explain the same test instances: robustness, and
+enumeration of all SRs. ``--suite trained``: the 100-tree forests people train, at the depths
+of :data:`TRAINED`, with every check kind ``crosscheck`` runs against the SAT oracle, timed as
+``crosscheck`` runs it: the native SRs and NRs by the oracle's certificate, CEs and robustness by
+its own answers, GSRs, GNRs and shortest flips item by item. Native times are per instance
+*after* compiling the class formulas (compile time reported apart), SAT times per instance after
+building its CNF; answers are compared too, the ratios SAT/native are printed, and the peak
+memory of the run so far. A row is printed as soon as its dataset is done.
 """
 
 from __future__ import annotations
@@ -12,16 +16,30 @@ from __future__ import annotations
 import argparse
 import time
 
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
 from rfcircuits.cli import paper
-from rfcircuits.cli.bench import Table, configurations, stopped
-from rfcircuits.errors import BudgetExceeded
+from rfcircuits.cli.bench import Table, configurations, peak_mb, reset_peak, selected, stopped
+from rfcircuits.datasets import load_csv, train_forest
+from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.explain import Explainer
+from rfcircuits.forest import Instance
 from rfcircuits.crosscheck.sat import SatOracle
 
 INSTANCES = 20
+#: ``--suite trained``: dataset -> depth of its 100-tree forest (issue 30's forests).
+TRAINED = {"iris": 6, "banknote": 5, "new-thyroid": 5, "ecoli": 5, "shuttle": 3,
+           "mofn-3-7-10": 6, "threeOf9": 3}
+#: The check kinds of ``--suite trained``, in the order they are timed.
+KINDS = ("sr+nr", "ce", "robust", "gsr", "gnr", "flips")
 
 
 def bench_oracles(args: argparse.Namespace) -> int:
+    if args.suite == "trained":
+        return _bench_trained(args)
     table = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n", "#I", 4),
                    ("t_compile", "T_comp", 8), ("t_cnf", "T_cnf", 7),
                    ("t_robust_native", "T_r nat", 9), ("t_robust_sat", "T_r SAT", 9),
@@ -74,4 +92,81 @@ def bench_oracles(args: argparse.Namespace) -> int:
                    "t_sr_sat": round(clocks["ss"] / n, 5),
                    "sr_ratio": round(clocks["ss"] / max(clocks["sn"], 1e-9), 1),
                    "agree": "yes" if agree else "NO"})
+    return 1 if disagreements else 0
+
+
+def _sat_checks(sat: SatOracle, x: Instance, ours: Any) -> dict[str, Callable[[], bool]]:
+    """Per check kind, the SAT oracle's check of the native answer ``ours``, as crosscheck
+    makes it; each returns whether the answers agree."""
+    member = set(ours.classes)
+    return {
+        "sr+nr": lambda: sat.certify_reasons(x, ours.sufficient_reasons,
+                                             ours.necessary_reasons).holds,
+        "ce": lambda: all(sat.contrastive(x, t) == ces for t, ces in ours.contrastive
+                          if t not in member),
+        "robust": lambda: sat.robustness(x) == ours.robustness,
+        "gsr": lambda: all(all(sat.check_gsr(x, t).values())
+                           for t in ours.general_sufficient_reasons),
+        "gnr": lambda: all(all(sat.check_gnr(x, c).values())
+                           for c in ours.general_necessary_reasons),
+        "flips": lambda: all(all(sat.check_flip(x, c, ours.robustness).values())
+                             for c in ours.shortest_flips)}
+
+
+def _bench_trained(args: argparse.Namespace) -> int:
+    columns = [("dataset", "dataset", 12), ("depth", "d", 2), ("t", "#T", 4), ("n", "#I", 3),
+               ("t_compile", "T_comp", 7), ("t_cnf", "T_cnf", 6)]
+    for kind in KINDS:
+        columns += [(f"t_{kind}_sat", f"{kind} SAT", len(kind) + 4),
+                    (f"{kind}_ratio", "SAT/nat", 7)]
+    table = Table(columns + [("mb", "MB", 6), ("agree", "agree", 5)], args.json)
+    disagreements = 0
+    for name in selected(TRAINED, args.datasets):
+        path = os.path.join(args.data_dir, f"{name}.csv")
+        if not os.path.exists(path):
+            raise InputError(f"--data-dir: no dataset file {path}")
+        trees = args.trees or 100
+        if not args.no_progress:
+            print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
+        trained = train_forest(load_csv(path), trees, TRAINED[name], args.seed)
+        row: dict[str, Any] = {"dataset": name, "depth": TRAINED[name], "t": trees}
+        reset_peak()
+        start = time.perf_counter()
+        explainer = Explainer(trained.forest, max_nodes=args.node_budget)
+        try:
+            explainer.compile(negated=True)
+        except BudgetExceeded as exc:
+            stopped(table, row, exc)
+            continue
+        row["t_compile"] = round(time.perf_counter() - start, 3)
+        start = time.perf_counter()
+        sat = SatOracle(trained.forest)
+        row["t_cnf"] = round(time.perf_counter() - start, 3)
+        native = dict.fromkeys(KINDS, 0.0)
+        oracle = dict.fromkeys(KINDS, 0.0)
+        agree = True
+        instances = trained.test_instances[:INSTANCES]
+        try:
+            for x in instances:
+                fields = {"sr+nr": ("sr", "nr"), "ce": ("ce",), "robust": ("robust",),
+                          "gsr": ("gsr",), "gnr": ("gnr",), "flips": ("robust", "flips")}
+                for kind, what in fields.items():
+                    t0 = time.perf_counter()
+                    explainer.explain_states(x, what)
+                    native[kind] += time.perf_counter() - t0
+                ours = explainer.explain_states(x, tuple(k for w in fields.values() for k in w))
+                for kind, check in _sat_checks(sat, x, ours).items():
+                    t0 = time.perf_counter()
+                    agree = check() and agree
+                    oracle[kind] += time.perf_counter() - t0
+        finally:
+            sat.close()
+        disagreements += not agree
+        n = max(1, len(instances))
+        row["n"] = len(instances)
+        for kind in KINDS:
+            row[f"t_{kind}_native"] = round(native[kind] / n, 5)
+            row[f"t_{kind}_sat"] = round(oracle[kind] / n, 4)
+            row[f"{kind}_ratio"] = round(oracle[kind] / max(native[kind], 1e-9), 1)
+        table.row({**row, "mb": round(peak_mb()), "agree": "yes" if agree else "NO"})
     return 1 if disagreements else 0
