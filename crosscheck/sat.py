@@ -487,8 +487,11 @@ class SatOracle:
         return -self.class_vars[self.decision(x)]
 
     def _escape(self, x: Sequence[int], term: Term) -> list[int] | None:
-        """A model of the term and ``¬Δ``, or None when ``term ⊨ Δ``."""
-        return self._model(self._term(term) + [self._not_delta(x)])
+        """A model of the term and ``¬Δ``, or None when ``term ⊨ Δ`` (on ``¬Δ``'s own solver,
+        whose lean CNF answers these calls faster than the reified one)."""
+        x = self._check_instance(x)
+        solver = self._goal_solver(x, self._not_delta(x))
+        return solver.get_model() if self._solve(solver, self._term(term)) else None
 
     def _implies(self, x: Sequence[int], term: Term) -> bool:
         """``term ⊨ Δ``: no world satisfies the term and ``¬Δ``."""
@@ -582,7 +585,9 @@ class SatOracle:
         (widened by x's states, :meth:`_widen`) is outside Δ; when the literal lacks x's state,
         widening by it changes nothing and is an implicant. The escapes found so far for ``x``
         answer for every state of their boxes (:meth:`_escape_box`); a SAT call asks for a new
-        escape among the states still open, until none is left (or none exists)."""
+        escape ``w`` among the states still open, and the line of worlds ``w`` with another
+        state there (:class:`~rfcircuits.crosscheck.slices.Slice`) answers for every state
+        it leaves Δ at; until no state is open (or no escape exists)."""
         f, mask = term[k]
         if not mask >> x[f] & 1:
             return False
@@ -592,10 +597,17 @@ class SatOracle:
             if all(box[g] & m for g, m in rest):
                 open_states &= ~box[f]
         while open_states:
-            model = self._model(self._term(rest + ((f, open_states),)) + [self._not_delta(x)])
+            model = self._escape(x, rest + ((f, open_states),))
             if model is None:
                 return False
-            open_states &= ~self._escape_box(x, self._states(model))[f]
+            w = self._states(model)
+            self._escape_box(x, w)
+            # Every state of the literal's feature that, put into w, leaves Δ: the other
+            # literals still hold there. One line of votes, counted per atom.
+            line = Slice(self.forest, w, (f,), self.decision(x), self.ties)
+            for atom, inside in zip(line.atoms[0], line.delta):
+                if not inside:
+                    open_states &= ~atom
         return True
 
     def _blocks(self, x: Instance, features: Iterable[int], goal: int | None = None) -> bool:
