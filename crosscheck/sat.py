@@ -769,14 +769,23 @@ class SatOracle:
         self._check_items(clause)
         cache = self._cache_of(x)
         if ("gnr", clause) not in cache:
-            features = tuple(f for f, _ in clause)
-            if ("slice", features) not in cache:
-                cache[("slice", features)] = Slice(self.forest, x, features, self.decision(x),
-                                                   self.ties, self.max_slice_cells)
-            grid = cache[("slice", features)]
+            grid = self._slice(x, tuple(f for f, _ in clause))
             cache[("gnr", clause)] = self._gnr_by_search(x, clause) if grid.delta is None \
                 else gnr_verdicts(grid, clause)
         return dict(cache[("gnr", clause)])
+
+    def _slice(self, x: Instance, features: tuple[int, ...]) -> Slice:
+        """x's slice on the features, kept per instance (``delta`` None: too large)."""
+        cache = self._cache_of(x)
+        if ("slice", features) not in cache:
+            cache[("slice", features)] = Slice(self.forest, x, features, self.decision(x),
+                                               self.ties, self.max_slice_cells)
+        return cache[("slice", features)]
+
+    def gnr_tabled(self, x: Sequence[int], features: Iterable[int]) -> bool:
+        """:meth:`check_gnr` on a clause over ``features`` (in order) reads a table, rather than
+        searching for counterexamples (whose cost can explode)."""
+        return self._slice(self._check_instance(x), tuple(features)).delta is not None
 
     def _gnr_by_search(self, x: Instance, clause: Clause) -> dict[str, bool]:
         """:meth:`check_gnr` on a slice too large to table, by counter-example search."""

@@ -45,9 +45,11 @@ robustness                    equal to the true robustness (MaxSAT), else too hi
 votes, decision, classes      equal to the forest's
 ============================  ==============================================================
 
-GNR validity enumerates the clause's falsifying assignments; beyond :data:`GNR_LIMIT` (an
-upper bound of that work, see :func:`gnr_cost`) those verdicts are ``None`` (unknown) with the
-reason, rather than a check that may not end.
+GNR and shortest-flip verdicts are read off a table of the instance's slice
+(:meth:`SatOracle.gnr_tabled`); on a slice too large to table, validity enumerates the clause's
+falsifying assignments, and beyond :data:`GNR_LIMIT` (an upper bound of that work, see
+:func:`gnr_cost`) those verdicts are ``None`` (unknown) with the reason, rather than a check
+that may not end.
 
 **Item status**: ``ok`` (listed, in the native answer, no verdict fails); ``wrong`` (listed, not
 in the native answer, not every verdict holds); ``missing`` (in the native answer, not
@@ -105,7 +107,8 @@ HEADER_FIELDS = ("votes", "decision", "classes")
 #: The ``--what`` key of each explanation field.
 WHAT_OF = {name: key for key, name in WHAT_FIELDS.items()}
 KNOWN_FIELDS = frozenset({"instance", "ties", *HEADER_FIELDS, *WHAT_OF})
-#: Largest :func:`gnr_cost` for which GNR / shortest-flip validity is decided.
+#: Largest :func:`gnr_cost` for which GNR / shortest-flip validity is decided on a slice too
+#: large to table.
 GNR_LIMIT = 20_000
 #: The keys a literal gives its states by (module docstring).
 LITERAL_FORMS = ("states", "interval", "range")
@@ -706,7 +709,7 @@ class Verifier:
             return dict(sat.check_gsr(x, item)), note
         robustness = sat.robustness(x) if name == "shortest_flips" else None
         cost = gnr_cost(self.forest, x, item)
-        if cost > self.gnr_limit:
+        if cost > self.gnr_limit and not sat.gnr_tabled(x, [f for f, _ in item]):
             note = (f"validity unknown: the check would enumerate up to {cost} assignments "
                     f"(limit {self.gnr_limit})")
             if name == "shortest_flips":

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rfcircuits.crosscheck.sat as sat_module
 import rfcircuits.crosscheck.verify as verify_module
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import (Forest, Instance, classes_from_votes, forest_from_json,
@@ -384,8 +385,11 @@ def test_float32_forests_accept_bounds_no_float32_separates_from_a_threshold():
 # --- the SAT-check size limit and disputes ----------------------------------------------------
 
 
-def test_gnr_checks_beyond_the_limit_are_unknown(answered):
+def test_gnr_checks_beyond_the_limit_are_unknown(answered, monkeypatch):
     name, f, xs, ties, lines = next(c for c in answered if c[0] == "susan")
+    report = verify(f, xs, _rows(lines), ties, gnr_limit=0)
+    assert report.ok and report.summary()["items"].get("unknown", 0) == 0  # tabled slices
+    monkeypatch.setattr(sat_module, "MAX_CELLS", 0)  # no slice tabled: the search's limit
     report = verify(f, xs, _rows(lines), ties, gnr_limit=0)
     assert report.ok  # unknown verdicts on items the native engine lists are not failures
     items = [i for r in report.lines for fr in r.fields if fr.field == "general_necessary_reasons"
@@ -446,7 +450,9 @@ def test_oracle_only_grades_listed_items_and_certifies_srs_with_nrs(answered):
             report = verify(f, xs[:1], [(1, bad)], ties, oracle_only=fields)
             assert not report.ok, what
             _check_evidence(f, xs[0], ties, report)
-    report = verify(f, xs, _rows(lines), ties, gnr_limit=0, oracle_only=fields)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sat_module, "MAX_CELLS", 0)  # no slice tabled: the search's limit
+        report = verify(f, xs, _rows(lines), ties, gnr_limit=0, oracle_only=fields)
     assert not report.ok and report.summary()["items"]["unknown"] > 0
     with pytest.raises(Exception, match="'votes' is not an explanation field"):
         verify(f, xs, _rows(lines), ties, oracle_only=["votes"])
