@@ -22,10 +22,10 @@ also count the trees' votes at given worlds: :mod:`rfcircuits.crosscheck.slices`
 - per comparison a selector ``g_{i,j}`` reified both ways, ``g → Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``
   and ``¬g → Σ_l t_{l,i} + Σ_l ¬t_{l,j} <= n-1``, so ``g_{i,j} ⇔ [v_i >= v_j]`` (cardinality
   encoding of :data:`ENCODINGS`, by default the k-modulo totalizer: a fifth of the clauses of
-  the totalizer on 5-class forests, and every call faster). The strict comparison ``[v_i > v_j]``, the constraint
-  ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n+1``, is the negation of ``[v_j >= v_i]``: it is the literal
-  ``¬g_{j,i}``, so ``first`` needs one reified constraint per pair ``i < j``, ``all`` one per
-  ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
+  the totalizer on 5-class forests, and every call faster). The strict comparison
+  ``[v_i > v_j]``, the constraint ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n+1``, is the negation of
+  ``[v_j >= v_i]``: it is the literal ``¬g_{j,i}``, so ``first`` needs one reified constraint
+  per pair ``i < j``, ``all`` one per ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
   exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
   the same count with its duplicate literals merged, half the counter;
 - per class a selector ``r_i ⇔ R^i`` (``first``: ``∧_{j<i}[v_i > v_j] ∧
@@ -101,7 +101,8 @@ from pysat.solvers import Solver, SolverNames
 
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks, mask_states as bits
+from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
+from rfcircuits.forest import mask_states as bits
 from rfcircuits.terms import Clause, Literal, Term
 from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
@@ -618,8 +619,9 @@ class SatOracle:
         :meth:`_goal_cnf`, with x's states as preferred phases so that models change few
         features); an UNSAT answer is kept as the blocker its core names, a model as the
         freer of the features its box (:func:`path_box`) leaves x's states on; the escape
-        boxes of :meth:`_escape_box` are freers of ``¬Δ`` too. Verifying a family of reasons then takes about one call per item:
-        a true NR's minimality is shown by the SRs that meet it in one feature, and so on."""
+        boxes of :meth:`_escape_box` are freers of ``¬Δ`` too. Verifying a family of reasons
+        then takes about one call per item: a true NR's minimality is shown by the SRs that
+        meet it in one feature, and so on."""
         goal = self._not_delta(x) if goal is None else goal
         fixed = 0
         for f in features:
@@ -637,7 +639,7 @@ class SatOracle:
             # The features the world's box (where the trees vote alike) leaves x's states on:
             # a freer as small as that world shows.
             _, box = path_box(self.forest, self._states(solver.get_model()))
-            freers.add(sum(1 << g for g in range(self.n_features) if not box[g] >> x[g] & 1))
+            freers.add(self._moved(x, box))
             return False
         core = set(solver.get_core() or ())
         blockers.add(sum(1 << f for f in bits(fixed) if fix[f] in core))
@@ -663,17 +665,13 @@ class SatOracle:
         cache = self._cache_of(x)
         cache.setdefault("escapes", []).append(box)
         cache.setdefault(("freers", self._not_delta(x)), _Family(self.n_features)).add(
-            sum(1 << g for g in range(self.n_features) if not box[g] >> x[g] & 1))
+            self._moved(x, box))
         return box
 
-    def _widenings(self, term: Term) -> Iterable[Term]:
-        """Terms one state weaker (a literal that becomes full is dropped)."""
-        for k, (f, mask) in enumerate(term):
-            full = self.forest.features[f].full
-            for s in range(self.forest.features[f].n_states):
-                if not mask >> s & 1:
-                    wide = mask | 1 << s
-                    yield term[:k] + (() if wide == full else ((f, wide),)) + term[k + 1:]
+    def _moved(self, x: Instance, box: tuple[int, ...]) -> int:
+        """The features on which a box misses x's state (a bitmask): the box's worlds change
+        x there, and nowhere else need they."""
+        return sum(1 << g for g in range(self.n_features) if not box[g] >> x[g] & 1)
 
     def _narrowings(self, x: Sequence[int], clause: Clause
                     ) -> Iterable[tuple[Clause, tuple[int, int] | None]]:

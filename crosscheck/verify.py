@@ -66,9 +66,10 @@ natively) are graded by the oracle alone: a listed item is ``ok`` when every ver
 graded by the oracle alone: :meth:`SatOracle.certify_reasons` proves the correct listed ones
 complete or finds an item missing, which is added with status ``missing``, repeatedly, up to
 :data:`MISSING_LIMIT` per field; a target's CEs graded by the oracle alone, by
-:meth:`SatOracle.missing_contrastive`, alike) or ``not checked``. The run is correct (exit 0) when every
-item is ``ok``, every scalar field matches and every instance has a line; otherwise exit 1; the
-result line says for which fields completeness was not checked, and never calls them complete.
+:meth:`SatOracle.missing_contrastive`, alike) or ``not checked``. The run is correct (exit 0)
+when every item is ``ok``, every scalar field matches and every instance has a line; otherwise
+exit 1; the result line says for which fields completeness was not checked, and never calls
+them complete.
 Malformed input exits 2 naming the line and field.
 """
 
@@ -766,10 +767,8 @@ class Verifier:
         if not certificate.holds and certificate.missing is None:
             return  # a listed item the oracle's checks passed failed the certificate: no claim
         for f in fields.values():
-            assert f.items is not None
             f.certified = True
-            order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in f.items))}
-            f.items.sort(key=lambda i: order[i.item])
+            _canonical_order(f)
 
     def grade(self, claim: Claim, positions: list[int]) -> LineResult:
         """Grade every field a line of E holds."""
@@ -870,8 +869,15 @@ class Verifier:
         ces.certified = certified
         if not certified:
             ces.note = f"more items may be missing: the certificate stopped after {MISSING_LIMIT}"
-        order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in ces.items))}
-        ces.items.sort(key=lambda i: order[i.item])
+        _canonical_order(ces)
+
+
+def _canonical_order(result: FieldResult) -> None:
+    """Sort a field's items as answers list them (:meth:`Explanation.sets`), the ones a
+    certificate found missing among the listed ones."""
+    assert result.items is not None
+    order = {item: k for k, item in enumerate(Explanation.sets(i.item for i in result.items))}
+    result.items.sort(key=lambda i: order[i.item])
 
 
 def field_names(names: Iterable[str]) -> frozenset[str]:

@@ -46,11 +46,11 @@ def measure(fn: Callable[[], T], budget: float = 0.5, runs: int = 5) -> tuple[fl
     return best, result
 
 
-def train(data_dir: str, name: str, trees: int, seed: int) -> Trained:
+def train(data_dir: str, name: str, trees: int, seed: int, depth: int = DEPTH) -> Trained:
     path = os.path.join(data_dir, f"{name}.csv")
     if not os.path.exists(path):
         raise InputError(f"--data-dir: no dataset file {path}")
-    return train_forest(load_csv(path), trees, DEPTH, seed)
+    return train_forest(load_csv(path), trees, depth, seed)
 
 
 def reset_peak() -> None:
