@@ -13,7 +13,7 @@
  *   threshold.c   "at least k of these graphs" by top-down expansion (the vote counter);
  *   trees.c       the tree stage of ordered compiles (each tree's C^c and ¬C^c);
  *   search.c      minimal deviation sets (NRs, CEs) on search layouts of the graphs;
- *   violations.c  cheapest violated paths of the general reason (GSRs);
+ *   falsified.c   where the general reason can be falsified, on some features (GSRs);
  *   hitting.c     minimal hitting sets (MMCS, the SR dualisation);
  *   module.c      the Store type's remaining methods and the module.
  *
@@ -55,6 +55,6 @@
 #include "c-store/threshold.c"
 #include "c-store/trees.c"
 #include "c-store/search.c"
-#include "c-store/violations.c"
+#include "c-store/falsified.c"
 #include "c-store/hitting.c"
 #include "c-store/module.c"

@@ -20,8 +20,6 @@ from typing import Protocol, runtime_checkable
 
 #: A node's segments: ``(end_exclusive, child)`` with increasing ends.
 Segments = tuple[tuple[int, int], ...]
-#: A path to false as its deviating edges ``(node, child)``, top down.
-Path = tuple[tuple[int, int], ...]
 
 
 @runtime_checkable
@@ -66,6 +64,13 @@ class Store(Protocol):
         """``∃feature. root`` of an ordered node, as an ordered node (the disjunction of the
         children of each node testing ``feature``, the nodes above rebuilt). O(n) plus the
         Apply calls."""
+
+    def falsified(self, roots: Sequence[int], x: Sequence[int],
+                  feature_sets: Sequence[Sequence[int]], /) -> list[int]:
+        """Per feature set ``V``: ``∃(the features outside V). ¬GR`` as an ordered node on
+        ``V``, GR the general reason of the ordered ``∧ roots`` at ``x``
+        (:meth:`rfcircuits.dgstore.PyStore.falsified`): what the GSRs on ``V`` avoid.
+        O(n) per set plus the Apply calls."""
 
     def threshold(self, roots: Sequence[int], ks: Sequence[int], /) -> list[int]:
         """Per ``k`` of ``ks``: the ordered node of "at least ``k`` of the ordered ``roots``
@@ -121,9 +126,3 @@ class Store(Protocol):
         ``x``, as feature bitmasks by size then value: the NRs (or, on a negated class
         graph, the CEs), found best-first by size (:func:`rfcircuits.dgstore.min_deviations`).
         Exponential in the size of the sets at worst; any number of features."""
-
-    def violations(self, roots: Sequence[int], x: Sequence[int], boxes: Sequence[bytes], /
-                   ) -> list[Path | None]:
-        """Per box, a cheapest path from ``roots`` to false that it violates, or None: the
-        GSR search's check of boxes against the general reason
-        (:func:`rfcircuits.dgstore.violations`). O(n · boxes); any number of features."""

@@ -202,30 +202,13 @@ class DG:
         (docs/semantics.md §6, §10; the search is :func:`rfcircuits.dgstore.min_deviations`)."""
         return self.store.min_deviations(list(roots), list(x))
 
-    def violations(self, roots: Sequence[int], x: Sequence[int],
-                   boxes: Sequence[tuple[Sequence[int], int]]
-                   ) -> list[tuple[tuple[int, int], ...] | None]:
-        """For each box ``(states per feature, features of weight 1)`` containing ``x``: None
-        when it implies the general reason of ``∧ roots`` at ``x``, else a clause of that
-        reason it violates, as the term of the branches its path to false deviates on
-        ``((feature, branch states), ...)`` (the clause's literals are their complements),
-        of least weight (:func:`rfcircuits.dgstore.violations`; graphs testing each feature once
-        per path)."""
-        records = []
-        for states, weights in boxes:
-            record = bytearray(weights >> f & 1 for f in range(len(self.features)))
-            for f, m in enumerate(states):
-                record += bytes(m >> s & 1 for s in range(self.features[f].n_states))
-            records.append(bytes(record))
-        paths = self.store.violations(list(roots), list(x), records)
-        out: list[tuple[tuple[int, int], ...] | None] = []
-        for path in paths:
-            if path is None:
-                out.append(None)
-                continue
-            out.append(tuple((self.feature[n], next(m for m, c in self.branches[n] if c == child))
-                             for n, child in path))
-        return out
+    def falsified(self, roots: Sequence[int], x: Sequence[int],
+                  feature_sets: Sequence[int]) -> list[int]:
+        """Per feature set (a bitmask): ``∃(the other features). ¬GR`` as an ordered graph
+        testing only that set's features, GR the general reason of the ordered ``∧ roots``
+        at ``x``: where on those features some world falsifies GR
+        (:meth:`rfcircuits.dgstore.PyStore.falsified`)."""
+        return self.store.falsified(list(roots), list(x), [mask_states(v) for v in feature_sets])
 
     def size(self, roots: Iterable[int]) -> int:
         """Distinct nodes below the roots, leaves included."""

@@ -205,17 +205,65 @@ class PyStore:
             if n <= TRUE or self.rank[f] > rank:  # ordered: feature is not tested below
                 result[n] = n
             elif f == feature:
-                kids = [c for _, c in self._segments[n] if c != GAP]
-                while len(kids) > 1:
-                    kids = [self._apply(OR, *kids[i:i + 2]) if i + 1 < len(kids) else kids[i]
-                            for i in range(0, len(kids), 2)]
-                result[n] = kids[0]
+                result[n] = self._disjoin([c for _, c in self._segments[n] if c != GAP])
             else:
                 out: list[tuple[int, int]] = []
                 for end, c in self._segments[n]:
                     _push(out, end, GAP if c == GAP else result[c])
                 result[n] = self.make(f, tuple(out))
         return result[root]
+
+    def _disjoin(self, kids: list[int]) -> int:
+        """The disjunction of ordered nodes (false for none), by ordered Apply on a balanced
+        tree of them, pairs in list order."""
+        if not kids:
+            return FALSE
+        while len(kids) > 1:
+            kids = [self._apply(OR, *kids[i:i + 2]) if i + 1 < len(kids) else kids[i]
+                    for i in range(0, len(kids), 2)]
+        return kids[0]
+
+    def falsified(self, roots: Sequence[int], x: Sequence[int],
+                  feature_sets: Sequence[Sequence[int]], /) -> list[int]:
+        """Per feature set ``V``: ``∃(the features outside V). ¬GR``, where GR is the
+        general reason of ``∧ roots`` at ``x``, as an ordered node testing only ``V``: the
+        states of ``V`` at which some world falsifies GR (the GSRs on ``V`` are the maximal
+        boxes containing ``x`` outside it, :mod:`rfcircuits.general`).
+
+        By the closed form (:mod:`rfcircuits.reasons`) GR's clauses are the paths to false,
+        each clause the complements of the branches the path takes away from ``x``. A world
+        falsifies a clause iff it lies in every such branch; the other features being free,
+        a state of ``V`` does iff it lies in the path's deviating branches on ``V``. So,
+        bottom-up over the nodes below the roots (ascending ids): false becomes true and
+        true false; a node testing a feature of ``V`` keeps its branches, each or-ed with
+        what ``x``'s branch gives (a world may follow ``x``'s branch, which is no literal of
+        the clause, with any state); a node testing another feature becomes the disjunction
+        of its children's results. O(n) per set plus the Apply calls (the C store lists the
+        nodes once for all the sets)."""
+        if not all(self.ordered[n] for n in roots):
+            raise ValueError("falsified needs ordered nodes")
+        nodes = self.reachable(roots)
+        out = []
+        for features in feature_sets:
+            on = set(features)
+            result = {FALSE: TRUE, TRUE: FALSE}
+            for n in nodes:
+                if n <= TRUE:
+                    continue
+                f = self.feature[n]
+                segments = self._segments[n]
+                if f in on:
+                    own = next(c for end, c in segments if x[f] < end)
+                    own = FALSE if own == GAP else result[own]
+                    branches: list[tuple[int, int]] = []
+                    for end, c in segments:
+                        _push(branches, end,
+                              GAP if c == GAP else self._apply(OR, result[c], own))
+                    result[n] = self.make(f, tuple(branches))
+                else:
+                    result[n] = self._disjoin([result[c] for _, c in segments if c != GAP])
+            out.append(self._disjoin([result[r] for r in roots]))
+        return out
 
     def threshold(self, roots: Sequence[int], ks: Sequence[int], /) -> list[int]:
         """Per ``k`` of ``ks``: the ordered node of "at least ``k`` of ``roots`` are true"
@@ -408,11 +456,6 @@ class PyStore:
         """See :func:`min_deviations`."""
         return min_deviations(self.feature, self.segments, roots, x)
 
-    def violations(self, roots: Sequence[int], x: Sequence[int],
-                   boxes: Sequence[bytes], /) -> list[Path | None]:
-        """See :func:`violations`."""
-        return violations(self.n_states, self.feature, self.segments, self.reachable(roots),
-                          roots, x, boxes)
 
 
 def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
@@ -473,167 +516,6 @@ def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
                     later.append((child, held | bit))
         level = later
     return sorted(found, key=lambda s: (s.bit_count(), s))
-
-
-#: A path to false as its deviating edges ``(node, child)``, top down.
-Path = tuple[tuple[int, int], ...]
-
-
-def violations(n_states: Sequence[int], feature: Sequence[int],
-               segments: Callable[[int], Segments], nodes: Sequence[int], roots: Sequence[int],
-               x: Sequence[int], boxes: Sequence[bytes]) -> list[Path | None]:
-    """For each box, a cheapest path from ``roots`` to false that it *violates*, or None when
-    there is none: the GSR search's check of a box against the general reason of ``∧ roots``
-    at ``x`` (:mod:`rfcircuits.general`), read off the graph without building that reason.
-
-    By the closed form (:mod:`rfcircuits.reasons`) the CNF of the general reason has one clause per
-    path to false, whose literals are the complements of the branches ``(S_k, T_k)`` the path
-    takes away from ``x`` (branches not leading to the child that ``x[X]`` leads to). A box
-    violates that clause iff it meets every such ``S_k``; so it implies the reason iff no
-    path to false meets it on every branch (on graphs testing each feature once per path, as
-    ordered ones do; the branch holding ``x`` always meets a box containing ``x``). Paths are
-    ranked by their deviating branches on features of weight 1, then by all their deviating
-    branches (a clause with fewer literals is stronger): a deviation costs
-    :func:`weighted_deviation` on a feature of weight 1 and 1 on the others.
-
-    ``nodes`` are the nodes below the roots, ascending (children first). A box is a
-    ``bytes`` record: one weight byte (0 or 1) per feature, then per feature one byte per
-    state, 1 when the box allows it. Ties go to the first root, then the first segment (in
-    state order) reaching the least cost — the C store breaks them the same way.
-
-    One pass over the graph checks a batch of boxes, each in a lane of a few bits of one int
-    per node; a batch holds at most about ``_LANE_BITS`` bits of lanes over all nodes."""
-    heavy = weighted_deviation(len(n_states))
-    cost_bits = (len(n_states) * heavy + 1).bit_length()
-    size = max(1, _LANE_BITS // ((cost_bits + 2) * len(nodes)))
-    out: list[Path | None] = []
-    for start in range(0, len(boxes), size):
-        out.extend(_violations(n_states, feature, segments, nodes, roots, x,
-                               boxes[start:start + size], heavy, cost_bits))
-    return out
-
-
-def weighted_deviation(k: int) -> int:
-    """The cost of a deviation on a weighted feature among ``k`` (1 on the others): ``k + 1``,
-    so that paths rank by their weighted deviations first, while a path's cost (at most ``k``
-    deviations) stays below 2^14; beyond, the largest cost that keeps it there. The C store's
-    16-bit costs need that bound, and both stores use the same weights."""
-    return k + 1 if k * (k + 1) < 1 << 14 else max(1, ((1 << 14) - 1) // k)
-
-
-#: At most about this many bits of lanes per pass of :func:`violations` (over all nodes).
-_LANE_BITS = 1 << 28
-
-
-def _violations(n_states: Sequence[int], feature: Sequence[int],
-                segments: Callable[[int], Segments], nodes: Sequence[int],
-                roots: Sequence[int], x: Sequence[int], boxes: Sequence[bytes], heavy: int,
-                cost_bits: int) -> list[Path | None]:
-    """One pass of :func:`violations` over a batch of boxes, in lanes of ``cost_bits``
-    bits of cost (room for ``k`` deviations of ``heavy``), a spare bit for sums and a guard
-    bit."""
-    k = len(n_states)
-    n_boxes = len(boxes)
-    inf = (1 << cost_bits) - 1  # above every path's cost (one deviation per feature)
-    width = cost_bits + 2
-    shift = width - 1
-    lows = 0
-    for i in range(n_boxes):
-        lows |= 1 << width * i
-    guards, infs, spread = lows << shift, lows * inf, (1 << shift) - 1
-
-    def at_least(a: int, b: int) -> int:
-        """The lanes (low bits) where ``a >= b``."""
-        return (((a | guards) - b) & guards) >> shift
-
-    # masks[i][f]: states box i allows on f; lanes[f][m]: boxes allowing exactly m on f;
-    # weighted[f]: boxes weighing f; deviation[f]: per lane, the cost of deviating on f
-    masks: list[list[int]] = []
-    lanes: list[dict[int, int]] = [{} for _ in range(k)]
-    weighted = [0] * k
-    for i, record in enumerate(boxes):
-        lane = 1 << width * i
-        at = k
-        box = []
-        for f, n in enumerate(n_states):
-            m = sum(1 << s for s in range(n) if record[at + s])
-            at += n
-            box.append(m)
-            lanes[f][m] = lanes[f].get(m, 0) | lane
-            if record[f]:
-                weighted[f] |= lane
-        masks.append(box)
-    deviation = [w * heavy + (lows ^ w) for w in weighted]
-    meeting: dict[tuple[int, int], int] = {}
-
-    def meet(f: int, states: int) -> int:
-        """The boxes allowing some of ``states`` on ``f``."""
-        out = meeting.get((f, states))
-        if out is None:
-            out = 0
-            for m, boxes_m in lanes[f].items():
-                if m & states:
-                    out |= boxes_m
-            meeting[f, states] = out
-        return out
-
-    def own_child(n: int) -> int:
-        state = x[feature[n]]
-        return next(c for end, c in segments(n) if state < end)
-
-    value = {FALSE: 0, TRUE: infs}
-    for n in nodes:
-        if n <= TRUE:
-            continue
-        f = feature[n]
-        own = own_child(n)
-        best = infs
-        start = 0
-        for end, c in segments(n):
-            hit = 0 if c in (GAP, TRUE) else meet(f, (1 << end) - (1 << start))
-            if hit:
-                v = value[c]
-                if c != own:  # a deviating branch costs its feature's weight (saturated)
-                    v += deviation[f]
-                    over = at_least(v, infs)
-                    v = v & ~(over * spread) | over * inf
-                v = v & hit * spread | (lows ^ hit) * inf  # boxes missing the branch: none
-                smaller = at_least(best, v)
-                best ^= (best ^ v) & smaller * spread
-            start = end
-        value[n] = best
-
-    ones = (1 << width) - 1
-    out: list[Path | None] = []
-    for i, box in enumerate(masks):
-        at = width * i
-
-        def cost(n: int) -> int:
-            return value[n] >> at & ones
-
-        least = min(cost(r) for r in roots) if roots else inf
-        if least == inf:
-            out.append(None)
-            continue
-        n = next(r for r in roots if cost(r) == least)
-        path = []
-        while n != FALSE:
-            f = feature[n]
-            own = own_child(n)
-            start = 0
-            for end, c in segments(n):
-                if c not in (GAP, TRUE) and box[f] & (1 << end) - (1 << start):
-                    step = 0 if c == own else deviation[f] >> at & ones
-                    if cost(c) + step == cost(n):
-                        break
-                start = end
-            else:
-                raise AssertionError(f"no branch of node {n} reaches its cost")
-            if c != own:
-                path.append((n, c))
-            n = c
-        out.append(tuple(path))
-    return out
 
 
 def _push(out: list[tuple[int, int]], end: int, child: int) -> None:

@@ -18,21 +18,18 @@ sets ``allowed`` known in advance.
   also on more features when there are many clauses, where pairwise resolution is slow).
   With ``allowed`` = the shortest NR sets (Alg. 5's ``V``) this is Alg. 6–7.
 - GSRs (:func:`gsrs`): the GSRs on an SR set ``v`` are the maximal boxes (terms) on ``v``
-  that contain the instance and imply GR. They are found by Berge's multiplication of boxes by
-  clauses, starting from the unconstrained box, with the clauses of GR discovered on demand: a
-  box that satisfies every clause known so far is checked against GR itself and either
-  implies it or yields a violated clause with the fewest features in ``v``. GR's unit
-  clauses are known from the start (:func:`unit_clauses`, a walk along the instance's path):
-  found by checks, each would cost a round over the graphs. GR's clauses are
-  the decision graphs' paths to false (its closed form), so the check is one pass over the
-  graphs for many boxes, and no circuit of GR is built. Multiplying out the prime implicants
-  bottom-up instead keeps those of every sub-circuit, which grow combinatorially with the
-  number of trees.
+  that contain the instance and imply GR, i.e. the maximal boxes around ``x`` outside
+  ``∃(other features). ¬GR``. GR's clauses are the decision graphs' paths to false (its
+  closed form), so that projection is an ordered graph on ``v`` built in one pass over the
+  graphs (:meth:`rfcircuits.dgraph.DG.falsified`), and its maximal boxes are read off it
+  feature by feature (:func:`maximal_boxes`); no circuit of GR is built. Multiplying out
+  the prime implicants bottom-up instead keeps those of every sub-circuit, which grow
+  combinatorially with the number of trees.
 
 Both rely on test-once graphs (callers pass ordered ones): the GNRs on the GR being
 or-decomposable (a box implies a ∨ of children on disjoint features iff it implies one of
 them), the GSRs on each path to false testing a feature once (its clause then has one literal
-per feature).
+per feature) and on the projection being ordered.
 
 Terms and clauses are tuples of ``(feature, state mask)`` sorted by feature (:mod:`rfcircuits.terms`);
 inside this module they are packed into ints (:class:`Packing`).
@@ -43,7 +40,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rfcircuits.dgraph import DG
+from rfcircuits.dgraph import FALSE as DG_FALSE
 from rfcircuits.dgraph import TRUE as DG_TRUE
+from rfcircuits.dgstore import AND as AND_OP
 from rfcircuits.forest import mask_blocks
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.nnf import AND, LIT, NNF, OR
@@ -145,116 +144,82 @@ def maximal(items: Packed, packing: Packing) -> Packed:
     return {t: items[t] for t in kept}
 
 
-# -- GSRs: Berge's multiplication with clauses discovered on demand ------------------------------
+# -- GSRs: maximal boxes outside where GR can be falsified ------------------------------------
 
 
-class _ClausePool:
-    """Clauses of GR found so far, packed negated, indexed for "which ones does a box violate".
+def maximal_boxes(dg: DG, root: int, x: Sequence[int], features: Sequence[int]
+                  ) -> list[tuple[int, ...]]:
+    """The maximal boxes containing ``x`` inside the ordered graph ``root``, which tests only
+    ``features`` (given in rank order): per box, the states it allows on each of them.
 
-    A box violates a clause iff on every feature of the clause it allows a state outside the
-    clause's literal, i.e. iff box ∧ negated clause is consistent. ``allows[f][s]`` has bit
-    ``k`` set when the ``k``-th negated clause allows state ``s`` of ``f`` (every clause not
-    mentioning ``f`` does) and ``meets[f][m]`` caches their or over the states ``m``; the
-    clauses a box violates are the and of ``meets[f][its states on f]`` over the features
-    ``f`` of its SR set (outside it the box is full and every negated field is non-empty)."""
+    A box ``S × B`` (``S`` on the first feature, ``B`` on the others) lies inside a node on
+    the first feature iff ``B`` lies inside the child of every branch ``S`` meets; so a
+    maximal one takes whole branches, and ``B`` is a maximal box inside the conjunction of
+    their children. Hence, per node: the *meets*, the conjunctions of the children of the
+    branches holding ``x``'s branch (hash-consed, so each is met once; only children true
+    at ``x`` can hold a box containing it), then per meet ``m`` its maximal boxes ``B``
+    (the same problem one feature down, memoised per node and feature). ``B`` lies inside
+    child ``c`` iff it is among the maximal boxes of ``m ∧ c`` (maximal inside ``m``, it
+    is maximal inside any part of ``m`` holding it); it is kept at the meet of all the
+    children holding it, the only ``m`` with ``m ∧ c = m`` for each of them, and its
+    ``S`` is their branches. Time: per node, the meets times their boxes times the
+    branches, the boxes being the answer's parts; recursion depth ``len(features)``."""
+    apply = dg.store.apply
+    branches: dict[int, tuple[tuple[int, int], ...]] = {}
+    true_at_x: dict[int, bool] = {}
+    found: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+    as_set: dict[tuple[int, int], set[tuple[int, ...]]] = {}
 
-    def __init__(self, packing: Packing) -> None:
-        self.packing = packing
-        self.clauses: list[tuple[int, int]] = []
-        self.allows = [[0] * full.bit_length() for full in packing.full]
-        self.meets: list[dict[int, int]] = [{} for _ in packing.full]
+    def boxes(n: int, i: int) -> list[tuple[int, ...]]:
+        key = (n, i)
+        out = found.get(key)
+        if out is not None:
+            return out
+        if n == DG_FALSE:
+            out = []
+        elif i == len(features):
+            out = [()]  # n is true: no feature is left to test
+        elif n == DG_TRUE or dg.feature[n] != features[i]:  # the box is full on features[i]
+            out = [(dg.full[features[i]], *rest) for rest in boxes(n, i + 1)]
+        else:
+            f = features[i]
+            kids = branches.get(n)
+            if kids is None:
+                kids = branches[n] = tuple(dg.branches[n])
+            held = []
+            for m, c in kids:
+                if c != DG_FALSE:
+                    if c not in true_at_x:
+                        true_at_x[c] = dg.evaluate(c, x)
+                    if true_at_x[c]:
+                        held.append((m, c))
+            own = next(c for m, c in held if m >> x[f] & 1)
+            meets = {own: None}
+            for _, c in held:
+                if c != own:
+                    for meet in list(meets):
+                        meets[apply(AND_OP, meet, c)] = None
+            out = []
+            for meet in meets:
+                inner = boxes(meet, i + 1)
+                if not inner:
+                    continue
+                states, smaller = 0, []
+                for m, c in held:
+                    both = apply(AND_OP, meet, c)
+                    if both == meet:
+                        states |= m
+                    else:
+                        part = as_set.get((both, i))
+                        if part is None:
+                            part = as_set[both, i] = set(boxes(both, i + 1))
+                        smaller.append(part)
+                out.extend((states, *rest) for rest in inner
+                           if not any(rest in other for other in smaller))
+        found[key] = out
+        return out
 
-    def add(self, negated: int, features: int) -> None:
-        bit = 1 << len(self.clauses)
-        self.clauses.append((negated, features))
-        for f, cache in enumerate(self.meets):
-            allowed = self.packing.field(negated, f)
-            row = self.allows[f]
-            for s in bits(allowed):
-                row[s] |= bit
-            for m in cache:
-                if m & allowed:
-                    cache[m] |= bit
-
-    def violated(self, box: int, v: int) -> tuple[int, int] | None:
-        """A known clause that ``box`` (on the SR set ``v``) violates, with the fewest features
-        in ``v`` (the fewest ways to split); None if it satisfies them all."""
-        hits = (1 << len(self.clauses)) - 1
-        for f in bits(v):
-            m = self.packing.field(box, f)
-            cache = self.meets[f]
-            meets = cache.get(m)
-            if meets is None:
-                meets = 0
-                row = self.allows[f]
-                for s in bits(m):
-                    meets |= row[s]
-                cache[m] = meets
-            hits &= meets
-            if not hits:
-                return None
-        best, fewest = None, 0
-        while hits:
-            low = hits & -hits
-            hits ^= low
-            clause = self.clauses[low.bit_length() - 1]
-            n = (clause[1] & v).bit_count()
-            if best is None or n < fewest:
-                best, fewest = clause, n
-                if n == 1:
-                    break
-        return best
-
-
-def _multiply(boxes: Iterable[int], v: int, pool: _ClausePool, found: Packed) -> list[int]:
-    """Berge's multiplication of ``boxes`` on the SR set ``v`` by the known clauses: a box
-    violating a clause is replaced by its restrictions to each literal of the clause on ``v``,
-    until every box satisfies every known clause; boxes inside another box or inside a box of
-    ``found`` (checked boxes that imply GR) are dropped after each step.
-
-    Every implicant of GR satisfies every clause, so each maximal one inside a box lies inside
-    one of its restrictions; and since the box contains the instance and violates the clause,
-    each restriction is non-empty and strictly smaller."""
-    packing = pool.packing
-    current: Packed = dict.fromkeys(boxes, v)
-    done: Packed = {}
-    while current:
-        split: Packed = {}
-        for box in current:
-            clause = pool.violated(box, v)
-            if clause is None:
-                done[box] = v
-                continue
-            negated, features = clause
-            for f in bits(features & v):
-                split[box & ~(negated & packing.masks[f])] = v
-        kept = maximal({**found, **done, **split}, packing)
-        current = {b: v for b in split if b in kept and b not in found}
-        done = {b: v for b in done if b in kept and b not in found}
-    return list(done)
-
-
-def unit_clauses(dg: DG, roots: Sequence[int], x: Sequence[int]) -> dict[int, int]:
-    """GR's unit clauses, merged per feature: ``{f: m}`` says that the general reason of the
-    ordered graphs ``∧ roots`` at ``x`` implies ``f ∉ m``.
-
-    A path to false that leaves ``x``'s path once, on a branch ``(S, T)`` of a node on ``f``,
-    and follows ``x`` from ``T`` on, has the clause ``complement(S)`` alone (closed form,
-    :mod:`rfcircuits.reasons`; on ordered graphs ``x[f]`` is feasible at every node). Such paths
-    are found by walking ``x``'s path from each root and evaluating each other child at ``x``
-    (:meth:`rfcircuits.dgraph.DG.evaluate`). The walks are no longer than the features, so this
-    costs far less than one check of boxes against the graphs."""
-    units: dict[int, int] = {}
-    for n in roots:
-        while n > DG_TRUE:
-            f = dg.feature[n]
-            for m, c in dg.branches[n]:
-                if m >> x[f] & 1:
-                    own = c
-                elif not dg.evaluate(c, x):
-                    units[f] = units.get(f, 0) | m
-            n = own
-    return units
+    return boxes(root, 0)
 
 
 def gsrs(dg: DG, roots: Sequence[int], x: Sequence[int], allowed: Sequence[int]) -> list[Term]:
@@ -263,41 +228,18 @@ def gsrs(dg: DG, roots: Sequence[int], x: Sequence[int], allowed: Sequence[int])
     must be exactly the minimal sets whose instance term implies GR).
 
     A box on an SR set ``v`` that implies GR mentions all of ``v`` (it contains the instance,
-    so a smaller feature set would hold an SR set strictly inside ``v``). Every box starts
-    unconstrained and is multiplied by the known clauses (:func:`_multiply`); the boxes that
-    satisfy them all are checked against GR in one pass over the graphs
-    (:meth:`rfcircuits.dgraph.DG.violations`, GR's clauses being their paths to false): those
-    implying it are kept, the others contribute a violated clause with the fewest features
-    in ``v`` and go round again. It ends when no box is left unchecked; by the invariant of
-    :func:`_multiply` every GSR is then inside a kept box, and a kept box implies GR, so the
-    maximal kept boxes are the GSRs."""
-    packing = Packing(dg.full)
-    features = range(len(dg.full))
-    pool = _ClausePool(packing)
-    # GR's unit clauses, known in advance, spare the rounds that would find them one by one
-    for f, m in unit_clauses(dg, roots, x).items():
-        pool.add(packing.literal(f, m), 1 << f)
-    found: dict[int, Packed] = {v: {} for v in allowed}
-    pending: dict[int, list[int]] = {v: [packing.top] for v in found}
-    while True:
-        unchecked = [(box, v) for v, boxes in pending.items()
-                     for box in _multiply(boxes, v, pool, found[v])]
-        if not unchecked:
-            break
-        pending = {v: [] for v in found}
-        verdicts = dg.violations(roots, x, [([packing.field(box, f) for f in features], v)
-                                            for box, v in unchecked])
-        for (box, v), path in zip(unchecked, verdicts):
-            if path is None:
-                found[v][box] = v
-                continue
-            negated, on = packing.top, 0  # the clause's negation: the branches taken
-            for f, states in path:
-                negated = negated & ~packing.masks[f] | states << packing.offsets[f]
-                on |= 1 << f
-            pool.add(negated, on)
-            pending[v].append(box)
-    return [packing.unpack(t, v) for v, boxes in found.items() for t in maximal(boxes, packing)]
+    so a smaller feature set would hold an SR set strictly inside ``v``), and it implies GR
+    iff no world inside it falsifies GR. So the GSRs on ``v`` are the maximal boxes
+    containing ``x`` outside ``∃(the other features). ¬GR``, an ordered graph on ``v`` built
+    in one pass over the graphs (:meth:`rfcircuits.dgraph.DG.falsified`; small, as it tests
+    only ``v``), read off it by :func:`maximal_boxes`."""
+    sets = list(dict.fromkeys(allowed))
+    out: list[Term] = []
+    for v, falsified in zip(sets, dg.falsified(roots, x, sets)):
+        features = sorted(bits(v), key=dg.rank.__getitem__)
+        for box in maximal_boxes(dg, dg.negate(falsified), x, features):
+            out.append(tuple(sorted(zip(features, box))))
+    return out
 
 
 # -- GNRs: Alg. 6 sCNF and Alg. 7 variable depletion --------------------------------------------

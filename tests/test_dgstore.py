@@ -8,7 +8,6 @@ serves, silently.
 
 from __future__ import annotations
 
-import operator
 import os
 import random
 import signal
@@ -307,109 +306,58 @@ def test_min_deviations_beyond_64_features(monkeypatch, backend):
             dgraph.NATIVE.Store.min_deviations(dg.store, [root], x)
 
 
-def cheapest_violation(dg: DG, roots: list[int], x: list[int], box: list[int],
-                       weights: int) -> int | None:
-    """The least cost of a path to false whose deviating branches all meet the box, by
-    listing every path (tiny graphs only): the specification of DG.violations' ranking."""
-    heavy = len(dg.features) + 1
-    costs = []
-    stack = [(r, 0) for r in roots]
-    while stack:
-        n, cost = stack.pop()
-        if n <= TRUE:
-            if n == FALSE:
-                costs.append(cost)
-            continue
-        f = dg.feature[n]
-        for mask, child in dg.branches[n]:
-            if mask >> x[f] & 1:
-                stack.append((child, cost))
-            elif mask & box[f]:
-                stack.append((child, cost + (heavy if weights >> f & 1 else 1)))
-    return min(costs, default=None)
-
-
 @pytest.mark.parametrize("seed", range(10))
-def test_violations_are_cheapest_violated_clauses_of_the_general_reason(monkeypatch, seed):
-    # Against the general reason's closed form (rfcircuits.reasons) world by world, and against a
-    # listing of every path: None iff the box implies GR; else the path's deviations form a
-    # clause of GR (an implicate) that the box violates, at the least cost. Both stores give
-    # the same answers, in one pass of each lane width of the C store and in several.
+def test_falsified_is_where_the_general_reason_can_be_falsified(monkeypatch, seed):
+    # Against the general reason's closed form (rfcircuits.reasons) world by world: the graph
+    # tests only the chosen features and holds at a world iff some world agreeing with it on
+    # them falls outside GR (brute force's existential projection). Both stores give the
+    # same graphs.
     rng = random.Random(seed)
     forest = random_forest(rng, Limits(max_features=4, max_states=5, max_trees=6, max_classes=3,
                                        max_depth=4))
     brute = BruteForce(forest)
-    heavy = len(forest.features) + 1
-    cases = []
-    for n_boxes in (3, 12, 30, 150):  # the C store's widths of 8, 16, 32 and 64 lanes
-        x = [rng.randrange(ft.n_states) for ft in forest.features]
-        boxes = [([1 << s | rng.randrange(1 << ft.n_states) for s, ft in zip(x, forest.features)],
-                  rng.randrange(1 << len(x))) for _ in range(n_boxes)]
-        cases.append((x, boxes))
+    k = len(forest.features)
+    # 1, 8 and 11 feature sets: one, a full and a partial batch of the C store's passes
+    cases = [([rng.randrange(ft.n_states) for ft in forest.features],
+              [rng.randrange(1 << k) for _ in range(n_sets)]) for n_sets in (1, 8, 11)]
     answers = []
     for backend in BACKENDS:
         monkeypatch.setattr(dgraph, "BACKEND", backend)
         comp = compile_dg(forest, "first", "dg-conj")
         dg = comp.dg
         got = []
-        for x, boxes in cases:
+        for x, sets in cases:
             roots = comp.roots[forest.decision(x)]
             nnf = NNF(forest.features)
             gr = nnf_worlds(nnf, [general_reason(dg, roots, x, nnf)], brute)[0]
-            paths = dg.violations(roots, x, boxes)
-            if backend == "python":  # one box per pass, the least the lane budget allows
-                budget = dgstore._LANE_BITS
-                monkeypatch.setattr(dgstore, "_LANE_BITS", 1)
-                assert dg.violations(roots, x, boxes) == paths
-                monkeypatch.setattr(dgstore, "_LANE_BITS", budget)
-            for (box, weights), path in zip(boxes, paths):
-                inside = reduce(operator.and_, (brute.literal_worlds(f, m)
-                                                for f, m in enumerate(box)), brute.all)
-                least = cheapest_violation(dg, roots, x, box, weights)
-                if path is None:
-                    assert inside & ~gr == 0 and least is None
-                    continue
-                clause = reduce(operator.or_, (brute.literal_worlds(f, dg.full[f] & ~m)
-                                               for f, m in path), 0)
-                assert gr & ~clause == 0 and inside & ~clause
-                assert len({f for f, _ in path}) == len(path)
-                assert least == sum(heavy if weights >> f & 1 else 1 for f, _ in path)
-            got.append(paths)
+            outside = [w for i, w in enumerate(brute.worlds) if not gr >> i & 1]
+            nodes = dg.falsified(roots, x, sets)
+            assert len(nodes) == len(sets)
+            for v, node in zip(sets, nodes):
+                assert dg.ordered[node] and dg.vars[node] & ~v == 0
+                for w in brute.worlds:
+                    reached = any(all(u[f] == w[f] for f in range(k) if v >> f & 1)
+                                  for u in outside)
+                    assert dg.evaluate(node, w) == reached
+                got.append(sorted(w for w in brute.worlds if dg.evaluate(node, w)))
         answers.append(got)
     assert all(a == answers[0] for a in answers)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("k", [11, 129])
-def test_violations_on_a_path_deviating_on_every_feature(monkeypatch, backend, k):
-    # False only where all k features leave x: the one violated path costs k weighted
-    # deviations, the most a path can cost, which the lanes must hold below inf: 11 * 12 =
-    # 132, and 129 * 127 = 2^14 - 1, the C store's largest cost below its 16-bit inf.
+def test_falsified_with_every_or_no_feature(monkeypatch, backend):
+    # False exactly where all k features leave x = 0 (one path to false, deviating on every
+    # feature): on all features the general reason can be falsified at that world only; on
+    # none, everywhere (some world falsifies it).
     monkeypatch.setattr(dgraph, "BACKEND", backend)
-    assert dgstore.weighted_deviation(k) == (12 if k == 11 else 127)
+    k = 5
     dg = DG([Feature.categorical(f"f{i}", ["a", "b"]) for i in range(k)])
     node = FALSE
     for f in reversed(range(k)):
         node = dg.node(f, ((0b01, TRUE), (0b10, node)))
-    everything = (1 << k) - 1
-    boxes = [([0b11] * k, everything), ([0b11] * (k - 1) + [0b01], 0)]
-    paths = dg.violations([node], [0] * k, boxes)
-    assert paths == [tuple((f, 0b10) for f in range(k)), None]
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_violations_beyond_16_bit_state_counts(monkeypatch, backend):
-    # The C store counts a box's states in 16 bits; a feature of 70,000 states takes the
-    # reference on the store's segments instead, with the same answers.
-    monkeypatch.setattr(dgraph, "BACKEND", backend)
-    dg = DG([Feature.categorical("wide", [str(s) for s in range(70_000)]),
-             Feature.categorical("b", ["p", "q"])])
-    wide = dg.node(0, ((1 | 1 << 65_537, TRUE), (dg.full[0] & ~(1 | 1 << 65_537), FALSE)))
-    boxes = [([1 | 1 << 65_537, 0b11], 1), ([1 | 1 << 65_536, 0b11], 1)]
-    assert dg.violations([wide], [0, 0], boxes) == [None, ((0, dg.full[0] & ~(1 | 1 << 65_537)),)]
-    if backend == "c":  # the C code itself refuses; its Python subclass took the reference
-        with pytest.raises(OverflowError):
-            dgraph.NATIVE.Store.violations(dg.store, [wide], [0, 0], [b"\1" * 70_004])
+    assert dg.falsified([node], [0] * k, [(1 << k) - 1, 0]) == [dg.negate(node), TRUE]
+    assert dg.falsified([TRUE], [0] * k, [0b101]) == [FALSE]
+    assert dg.falsified([node], [0] * k, []) == []
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -700,18 +648,17 @@ def test_c_store_validates_its_input():
     assert store.ordered[inner] and not store.ordered[outer]
     with pytest.raises(ValueError, match="ordered operands"):
         store.apply(AND, outer, inner)
-    box = bytes([1, 0, 1, 1, 1, 1, 1])  # weights of 2 features, then 3 + 2 states
-    assert store.violations([inner], [0, 0], [box, bytes([1, 0, 1, 0, 0, 1, 1])]) == [
-        ((inner, FALSE),), None]  # the box meets inner's branch to false, or only x's
-    assert store.violations([inner], [0, 0], []) == []
-    with pytest.raises(ValueError, match="expected bytes of length 7"):
-        store.violations([inner], [0, 0], [box[:-1]])
-    with pytest.raises(ValueError, match="box 1"):
-        store.violations([inner], [0, 0], [box, list(box)])
+    assert store.falsified([inner], [0, 0], [[0], [1]]) == [store.negate(inner), TRUE]
+    with pytest.raises(ValueError, match="ordered nodes"):
+        store.falsified([outer], [0, 0], [[0]])
     with pytest.raises(ValueError, match="out of range"):
-        store.violations([inner], [3, 0], [box])
+        store.falsified([inner], [3, 0], [[0]])
     with pytest.raises(IndexError):
-        store.violations([99], [0, 0], [box])
+        store.falsified([99], [0, 0], [[0]])
+    with pytest.raises(IndexError):
+        store.falsified([inner], [0, 0], [[2]])
+    with pytest.raises(TypeError):
+        store.falsified([inner], [0, 0], [0])
 
 
 # -- building and loading the extension ---------------------------------------------------------

@@ -1,6 +1,7 @@
-"""The packed machinery of rfcircuits.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
-antichains, prime implicates as maximal boxes of the falsified grid, and the general reasons
-through the pure-Python store's box check (the C store's is the default elsewhere)."""
+"""The machinery of rfcircuits.general (GSRs, GNRs; paper Alg. 6–7) against plain references:
+antichains, prime implicates as maximal boxes of the falsified grid, maximal boxes around an
+instance inside a graph, and the general reasons through the pure-Python store's
+``falsified`` (the C store's is the default elsewhere)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from hypothesis import strategies as st
 import rfcircuits.general as general
 from rfcircuits import dgraph
 from rfcircuits.explain import Explainer
+from rfcircuits.forest import Feature
 from rfcircuits.general import Packing, close_by_resolution, maximal
-from rfcircuits.crosscheck import spec_examples
 from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
 
@@ -92,7 +93,7 @@ def test_maximal_boxes_are_the_falsified_part():
 
 @pytest.fixture
 def python_store(monkeypatch):
-    """The pure-Python store, whose box check (``PyStore.violations``) the GSRs then use."""
+    """The pure-Python store, whose ``PyStore.falsified`` the GSRs then use."""
     monkeypatch.setattr(dgraph, "BACKEND", "python")
 
 
@@ -109,41 +110,47 @@ def test_general_reasons_through_the_python_store_equal_brute_force(python_store
     assert ours == truth
 
 
-def unit_clauses_hold(f, x, ties):  # type: ignore[no-untyped-def]
-    """GR's unit clauses from the graphs, checked two ways: each state they rule out for a
-    feature is one that, set alone in ``x``, takes the forest's votes out of the decision's
-    class (the paths to false leaving ``x``'s path once), and no world of brute force's GR
-    has such a state. Returns them."""
-    ex = Explainer(f, ties)
-    comp = ex.compiled
-    decision = f.decision(x)
-    units = general.unit_clauses(comp.dg, comp.roots[decision], x)
-    flips = {}
-    for feature, spec in enumerate(f.features):
-        for s in range(spec.n_states):
-            y = list(x)
-            y[feature] = s
-            if decision not in f.classes_of(y, ties):
-                flips[feature] = flips.get(feature, 0) | 1 << s
-    assert units == flips
-    brute = BruteForce(f, ties)
-    gr = brute.general_reason(x, brute.member[decision])
-    for feature, states in units.items():
-        assert gr & brute.literal_worlds(feature, states) == 0
-    return units
+@st.composite
+def graphs_on(draw):  # type: ignore[no-untyped-def]
+    """An ordered graph on up to 3 features of up to 4 states (any function, from its truth
+    table), its features in rank order, and a point it holds at (None if it holds nowhere)."""
+    sizes = draw(st.lists(st.integers(2, 4), min_size=1, max_size=3))
+    order = draw(st.permutations(range(len(sizes))))
+    points = list(itertools.product(*(range(n) for n in sizes)))
+    table = dict(zip(points, draw(st.lists(st.booleans(), min_size=len(points),
+                                           max_size=len(points)))))
+    dg = dgraph.DG([Feature.categorical(f"f{f}", [str(s) for s in range(n)])
+                    for f, n in enumerate(sizes)], order)
+
+    def build(fixed: dict[int, int], depth: int) -> int:
+        if depth == len(order):
+            return dgraph.TRUE if table[tuple(fixed[f] for f in range(len(sizes)))] else dgraph.FALSE
+        f = order[depth]
+        return dg.node(f, [(1 << s, build({**fixed, f: s}, depth + 1)) for s in range(sizes[f])])
+
+    root = build({}, 0)
+    inside = [p for p in points if table[p]]
+    x = draw(st.sampled_from(inside)) if inside else None
+    return dg, root, list(order), sizes, table, x
 
 
-@settings(max_examples=60, deadline=None)
-@given(forest_and_instance(Limits(max_features=4, max_states=5, max_trees=7)),
-       st.sampled_from(["first", "all"]))
-def test_unit_clauses_are_implied_by_the_general_reason(case, ties):
-    f, x = case
-    unit_clauses_hold(f, x, ties)
-
-
-def test_unit_clauses_of_susan():
-    # Susan's decision flips with Age alone (her GNR {Age: >=55}), so GR has the
-    # unit clause Age ∉ {<55}: the check above is not vacuous.
-    f = spec_examples.forest(spec_examples.SUSAN_FOREST)
-    x = spec_examples.instance(f, spec_examples.SUSAN)
-    assert unit_clauses_hold(f, x, "first") == {0: 0b01}
+@settings(max_examples=300, deadline=None)
+@given(graphs_on())
+def test_maximal_boxes_are_the_largest_boxes_around_x(case):
+    # Every box containing x (a state set per feature holding x's state) listed and checked
+    # point by point against the truth table; the maximal ones among those inside.
+    dg, root, order, sizes, table, x = case
+    if x is None:
+        return
+    choices = [[m for m in range(1, 1 << n) if m >> x[f] & 1] for f, n in enumerate(sizes)]
+    inside = []
+    for box in itertools.product(*choices):
+        if all(table[p] for p in itertools.product(*(
+                [s for s in range(n) if m >> s & 1] for m, n in zip(box, sizes)))):
+            inside.append(box)
+    expected = {box for box in inside
+                if not any(other != box and all(a & b == a for a, b in zip(box, other))
+                           for other in inside)}
+    got = general.maximal_boxes(dg, root, x, order)
+    assert len(got) == len(set(got))
+    assert {tuple(dict(zip(order, box))[f] for f in range(len(sizes))) for box in got} == expected

@@ -214,6 +214,26 @@ fail:
     return ERR;
 }
 
+/* PyStore._disjoin: the disjunction of the ordered nodes in kids (false for none), a
+ * balanced tree of them in list order; kids is overwritten. */
+static int32_t disjoin(Store *S, IntVec *kids)
+{
+    if (kids->n == 0)
+        return 0;
+    while (kids->n > 1) { /* Apply may move the pool: kids holds ids */
+        size_t m = 0;
+        for (size_t i = 0; i < kids->n; i += 2) {
+            int32_t c = i + 1 < kids->n ? apply_rec(S, OP_OR, kids->v[i], kids->v[i + 1])
+                                        : kids->v[i];
+            if (c == ERR)
+                return ERR;
+            kids->v[m++] = c;
+        }
+        kids->n = m;
+    }
+    return kids->v[0];
+}
+
 /* PyStore.exists: ∃f. root of an ordered root, over the nodes below it in ascending order
  * (children first); a node testing f becomes the disjunction of its children (a balanced
  * tree of them, in segment order), a node above it is rebuilt on its children's results. */
@@ -248,18 +268,8 @@ static int32_t exists(Store *S, int32_t root, int32_t f)
             while (seg_next(&it))
                 if (it.child != GAP && vec_push(&kids, it.child) < 0)
                     goto done;
-            while (kids.n > 1) { /* Apply may move the pool: kids holds ids */
-                size_t m = 0;
-                for (size_t i = 0; i < kids.n; i += 2) {
-                    int32_t c = i + 1 < kids.n ? apply_rec(S, OP_OR, kids.v[i], kids.v[i + 1])
-                                               : kids.v[i];
-                    if (c == ERR)
-                        goto done;
-                    kids.v[m++] = c;
-                }
-                kids.n = m;
-            }
-            result[n] = kids.v[0];
+            if ((result[n] = disjoin(S, &kids)) == ERR)
+                goto done;
             continue;
         }
         size_t base = S->n_scratch;

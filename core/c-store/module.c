@@ -671,9 +671,9 @@ static PyMethodDef Store_methods[] = {
     {"min_deviations", (PyCFunction)Store_min_deviations, METH_VARARGS,
      "min_deviations($self, roots, x, /)\n--\n\n"
      "Minimal deviation sets of the paths to false (bitmasks)."},
-    {"violations", (PyCFunction)Store_violations, METH_VARARGS,
-     "violations($self, roots, x, boxes, /)\n--\n\n"
-     "Per box a cheapest violated path to false, or None."},
+    {"falsified", (PyCFunction)Store_falsified, METH_VARARGS,
+     "falsified($self, roots, x, feature_sets, /)\n--\n\n"
+     "Per feature set, the ordered node on it of: some world falsifies the general reason."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -213,22 +213,11 @@ fail:
     return -1;
 }
 
-static void program_free(Program *P)
-{
-    PyMem_Free(P->roots);
-    PyMem_Free(P->root_at);
-    PyMem_Free(P->id);
-    PyMem_Free(P->at);
-    PyMem_Free(P->code);
-    memset(P, 0, sizeof *P);
-}
-
-/* Forget the search layouts and the violations program (node ids are about to change). */
+/* Forget the search layouts (node ids are about to change). */
 static void layouts_clear(Store *S)
 {
     for (size_t i = 0; i < N_LAYOUTS; i++)
         layout_free(&S->layouts[i]);
-    program_free(&S->program);
 }
 
 /* The layout of a root list: cached, else built in the next slot (round robin). */

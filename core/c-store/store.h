@@ -69,16 +69,6 @@ typedef struct {
 } Layout;
 
 typedef struct {
-    int32_t *roots; /* the root list it lays out (NULL: none) */
-    size_t n_roots;
-    int32_t *root_at; /* positions of the roots */
-    int32_t *id;      /* store id of each position */
-    size_t *at;       /* offset of each position's code */
-    int32_t *code;    /* per position: feature, number of segments, (end, child position) each */
-    size_t n;         /* positions: the nodes below the roots, children first, leaves at 0, 1 */
-} Program;            /* the graph below a root list as PyStore.violations walks it */
-
-typedef struct {
     PyObject_HEAD
     Py_ssize_t n_features;
     int32_t *n_states; /* per feature */
@@ -109,7 +99,6 @@ typedef struct {
     unsigned int ticks;
     Layout layouts[N_LAYOUTS]; /* of min_deviations */
     struct Search *search;     /* min_deviations' buffers, kept between calls (NULL: none) */
-    Program program; /* of violations (the last root list) */
     size_t next_layout;
 } Store;
 
