@@ -7,7 +7,8 @@ them when it leaves the pool's block. Workers run in a process group of their ow
 signal to the command's group (a closed terminal, ``kill -TERM -PGID``) reaches the parent
 alone: a worker it killed while waiting for a task would take the pool's task lock with it,
 and the parent's shutdown would wait for that lock forever. On Linux, workers die with the
-parent, also when it is killed (SIGKILL), instead of waiting for tasks forever. A worker that
+parent, also when it is killed (SIGKILL), instead of waiting for tasks forever (a
+replacement the pool forks for a dead worker ends when its task queue closes). A worker that
 sees KeyboardInterrupt anyway (a solver library's own SIGINT handler, as PySAT installs during
 a call) passes it on as a result, and the parent raises it, instead of the worker dying and
 the parent waiting for its result forever."""
@@ -21,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.pool import Pool
 from typing import TypeVar
@@ -50,7 +52,8 @@ def pool(jobs: int) -> Iterator[Pool | None]:
     # worker that has not yet set its own handlers.
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
-        workers = ctx.Pool(jobs, initializer=_leave_signals, initargs=(os.getpid(), blocked))
+        workers = ctx.Pool(jobs, initializer=_leave_signals,
+                           initargs=(os.getpid(), threading.get_ident(), blocked))
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         raise
@@ -63,20 +66,26 @@ def pool(jobs: int) -> Iterator[Pool | None]:
 _PR_SET_PDEATHSIG = 1
 
 
-def _leave_signals(parent: int, mask: Iterable[int]) -> None:
+def _leave_signals(parent: int, creator: int, mask: Iterable[int]) -> None:
     """Forked workers inherit the parent's handlers, which would turn the SIGTERM that
     ``Pool.terminate`` sends into a KeyboardInterrupt with a traceback; and its process group
-    (module docstring)."""
+    (module docstring).
+
+    The death signal comes when the *thread* that forked the worker ends, so only workers
+    that the pool's maker forked ask for it. The pool's own thread forks a replacement when
+    a worker dies (a signal to the command's group can reach one before it leaves the
+    group), and ends at shutdown: its workers, killed then, would take the task lock with
+    them while the shutdown waits for it. They end when their task queue closes instead."""
     for s in SIGNALS:
         signal.signal(s, signal.SIG_IGN if s == signal.SIGINT else signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     if hasattr(os, "setpgid"):
         os.setpgid(0, 0)
-    if sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux") and threading.get_ident() == creator:
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl
-            os._exit(1)
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
 
 
 class _Interrupted:

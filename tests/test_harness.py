@@ -6,6 +6,8 @@ import dataclasses
 import json
 import random
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -374,6 +376,43 @@ def test_a_worker_meeting_ctrl_c_interrupts_the_parent_instead_of_hanging():
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_leaving_a_pool_whose_workers_were_replaced_does_not_hang(tmp_path):
+    # Workers that die (as a signal to the command's group can kill one before it leaves the
+    # group) are replaced by the pool's own thread, which ends at shutdown: a death signal
+    # tied to it killed a replacement holding the task lock, and the shutdown waited for that
+    # lock forever. Run apart, so that a hang fails the test instead of stopping the suite.
+    code = """
+import os, signal, time
+from rfcircuits.crosscheck.parallel import pool
+
+def die(_):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if __name__ == "__main__":
+    with pool(2) as workers:
+        first = {p.pid for p in workers._pool}
+        for i in range(2):
+            workers.apply_async(die, (i,))
+        for _ in range(400):  # both replaced, by the pool's thread
+            alive = {p.pid for p in workers._pool if p.is_alive()}
+            if len(alive) == 2 and not alive & first:
+                break
+            time.sleep(0.05)
+        else:
+            raise SystemExit("the workers were not replaced")
+        time.sleep(0.5)  # the replacements wait at the task queue, one holding its lock
+    print("left")
+"""
+    script = tmp_path / "replaced.py"
+    script.write_text(code, encoding="utf-8")
+    try:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("leaving the pool hung")
+    assert (done.returncode, done.stdout) == (0, "left\n"), done.stderr
 
 
 def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):

@@ -121,8 +121,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
     p.add_argument("--what", default="all", help="all, or a comma list of "
-                   "sr,nr,gsr,gnr,ce,robust,flips (gsr can take minutes per instance on "
-                   "large forests: see the README)")
+                   "sr,nr,gsr,gnr,ce,robust,flips (an instance can have tens of thousands of "
+                   "GSRs on large forests: see the README)")
     add_ties(p)
     p.add_argument("--out", help="write the explanations to this file (default: stdout; - is "
                                  "stdout too)")
