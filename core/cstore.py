@@ -2,8 +2,9 @@
 :class:`rfcircuits._store_abc.Store` that takes any forest.
 
 The C code packs deviation sets in 64-bit words; beyond that width :class:`CStore` runs the
-reference search of :mod:`rfcircuits.dgstore` on its own segments. So the store knows its limits and the facade never asks which store it
-has. Importing this module raises ImportError when the extension was not built.
+reference search of :mod:`rfcircuits.dgstore` on its own segments. So the store knows its
+limits and the facade never asks which store it has. Importing this module raises
+ImportError when the extension was not built.
 """
 
 from __future__ import annotations

@@ -124,7 +124,8 @@ def graphs_on(draw):  # type: ignore[no-untyped-def]
 
     def build(fixed: dict[int, int], depth: int) -> int:
         if depth == len(order):
-            return dgraph.TRUE if table[tuple(fixed[f] for f in range(len(sizes)))] else dgraph.FALSE
+            point = tuple(fixed[f] for f in range(len(sizes)))
+            return dgraph.TRUE if table[point] else dgraph.FALSE
         f = order[depth]
         return dg.node(f, [(1 << s, build({**fixed, f: s}, depth + 1)) for s in range(sizes[f])])
 
