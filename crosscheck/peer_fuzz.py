@@ -65,6 +65,7 @@ import os
 import random
 import re
 import signal
+import threading
 import time
 import traceback
 from collections import Counter
@@ -270,8 +271,8 @@ def _peer_messages(adapter: Any, task: Task) -> Iterator[Iterator[tuple[str, Any
     ctx = multiprocessing.get_context("fork")
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:  # the child starts with the signals blocked, until it has its own handlers
-        child = ctx.Process(target=_child, args=(adapter, task, send, os.getpid(), blocked),
-                            daemon=True)
+        child = ctx.Process(target=_child, daemon=True, args=(
+            adapter, task, send, os.getpid(), threading.get_ident(), blocked))
         child.start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
@@ -317,10 +318,10 @@ def _messages(adapter: Any, task: Task) -> Iterator[tuple[str, Any]]:
     yield "done", ""
 
 
-def _child(adapter: Any, task: Task, conn: Any, parent: int, mask: Any) -> None:
+def _child(adapter: Any, task: Task, conn: Any, parent: int, creator: int, mask: Any) -> None:
     """The forked child: the peer's messages through ``conn``. SIGINT is the parent's; a
     SIGTERM (the parent stopping it) exits through the adapter's ``finally`` blocks."""
-    _leave_signals(parent, mask)
+    _leave_signals(parent, creator, mask)
     signal.signal(signal.SIGTERM, _exit)
     try:
         for message in _messages(adapter, task):
