@@ -244,17 +244,12 @@ static int32_t exists(Store *S, int32_t root, int32_t f)
     /* Indexed by node id but written and read only below root: the untouched pages of a
      * large allocation are never mapped. */
     int32_t *result = PyMem_Malloc(S->n_nodes * sizeof(int32_t));
-    Seen V = {NULL};
     if (result == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (seen_init(S, &V) < 0)
+    if (below(S, &root, 1, &nodes) < 0)
         goto done;
-    seen_add(&V, root);
-    if (vec_push(&nodes, root) < 0 || reach(S, &nodes, &V, 0) < 0)
-        goto done;
-    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
     for (size_t p = 0; p < nodes.n; p++) {
         int32_t n = nodes.v[p];
         if (n <= 1 || S->rank[node_feat(S, n)] > rank) { /* ordered: f is not tested below n */
@@ -285,7 +280,6 @@ static int32_t exists(Store *S, int32_t root, int32_t f)
     }
     r = result[root];
 done:
-    PyMem_Free(V.w);
     PyMem_Free(kids.v);
     PyMem_Free(result);
     PyMem_Free(nodes.v);

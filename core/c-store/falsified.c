@@ -86,19 +86,12 @@ static int falsified(Store *S, const IntVec *roots, const int32_t *x, const uint
     int rc = -1;
     /* Indexed by node id but written and read only below the roots (see exists). */
     int32_t *pos = PyMem_Malloc(S->n_nodes * sizeof(int32_t)), *res = NULL;
-    Seen V = {NULL};
     if (pos == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (seen_init(S, &V) < 0)
+    if (below(S, roots->v, roots->n, &nodes) < 0)
         goto done;
-    for (size_t i = 0; i < roots->n; i++)
-        if (seen_add(&V, roots->v[i]) && vec_push(&nodes, roots->v[i]) < 0)
-            goto done;
-    if (reach(S, &nodes, &V, 0) < 0)
-        goto done;
-    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
     for (size_t p = 0; p < nodes.n; p++)
         pos[nodes.v[p]] = (int32_t)p;
     size_t most = n_sets < FALSIFIED_BATCH ? n_sets : FALSIFIED_BATCH;
@@ -122,7 +115,6 @@ static int falsified(Store *S, const IntVec *roots, const int32_t *x, const uint
     }
     rc = 0;
 done:
-    PyMem_Free(V.w);
     PyMem_Free(kids.v);
     PyMem_Free(res);
     PyMem_Free(pos);

@@ -338,24 +338,10 @@ done:
 
 static PyObject *Store_reachable(Store *S, PyObject *arg)
 {
-    PyObject *seq = PySequence_Fast(arg, "roots must be a sequence of node ids");
-    if (seq == NULL)
-        return NULL;
-    IntVec nodes = {NULL, 0, 0};
+    IntVec roots = {NULL, 0, 0}, nodes = {NULL, 0, 0};
     PyObject *out = NULL;
-    Seen V = {NULL};
-    if (seen_init(S, &V) < 0)
+    if (roots_arg(S, arg, &roots) < 0 || below(S, roots.v, roots.n, &nodes) < 0)
         goto done;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        int32_t n;
-        if (node_arg(S, PySequence_Fast_GET_ITEM(seq, i), &n) < 0)
-            goto done;
-        if (seen_add(&V, n) && vec_push(&nodes, n) < 0)
-            goto done;
-    }
-    if (reach(S, &nodes, &V, 0) < 0)
-        goto done;
-    qsort(nodes.v, nodes.n, sizeof(int32_t), cmp_int32);
     out = PyList_New((Py_ssize_t)nodes.n);
     if (out == NULL)
         goto done;
@@ -368,9 +354,8 @@ static PyObject *Store_reachable(Store *S, PyObject *arg)
         PyList_SET_ITEM(out, (Py_ssize_t)i, id);
     }
 done:
-    PyMem_Free(V.w);
+    PyMem_Free(roots.v);
     PyMem_Free(nodes.v);
-    Py_DECREF(seq);
     return out;
 }
 

@@ -421,4 +421,23 @@ fail:
     return -1;
 }
 
+/* Append the nodes below the roots (roots included, each once) to out, in ascending id
+ * order: children first (PyStore.reachable). */
+static int below(Store *S, const int32_t *roots, size_t n_roots, IntVec *out)
+{
+    Seen V;
+    if (seen_init(S, &V) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_roots; i++)
+        if (seen_add(&V, roots[i]) && vec_push(out, roots[i]) < 0)
+            rc = -1;
+    if (rc == 0)
+        rc = reach(S, out, &V, 0);
+    PyMem_Free(V.w);
+    if (rc == 0)
+        qsort(out->v, out->n, sizeof(int32_t), cmp_int32);
+    return rc;
+}
+
 /* PyStore.negate: the nodes still to negate, children first (ascending ids). */
