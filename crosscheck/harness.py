@@ -528,12 +528,19 @@ class Crosscheck:
                              sorted(got), sorted(sets),
                              None if got == sets else {"only_ours": sorted(got - sets),
                                                        "only_sat": sorted(sets - got)})
-        for key, check in (("gsr", sat.check_gsr), ("gnr", sat.check_gnr)):
-            name = WHAT_FIELDS[key]
-            if key not in what:
-                continue
-            for item in getattr(ours, name):
-                self._item(name, shown, item, lambda: check(x, item))
+        if "gsr" in what:
+            items = ours.general_sufficient_reasons
+            try:  # together: a large forest's instance can have tens of thousands
+                verdicts = sat.check_gsrs(x, items)
+            except InputError:  # a malformed item: each is judged on its own to name it
+                verdicts = [None] * len(items)
+            for item, verdict in zip(items, verdicts):
+                self._item("general_sufficient_reasons", shown, item,
+                           lambda: verdict or sat.check_gsr(x, item))
+        if "gnr" in what:
+            for item in ours.general_necessary_reasons:
+                self._item("general_necessary_reasons", shown, item,
+                           lambda: sat.check_gnr(x, item))
         if "flips" in what:
             for item in ours.shortest_flips:
                 self._item("shortest_flips", shown, item,

@@ -69,10 +69,12 @@ against the enumeration. :meth:`SatOracle.missing_contrastive` certifies a targe
 **Checks of given items.** Whether fixing some of x's states blocks a goal is monotone in the
 features, so :meth:`SatOracle._blocks` answers from what x's earlier calls proved (blockers
 from UNSAT cores, freers from models) before it calls a solver: verifying a complete family
-takes about one call per item. GSR primality asks for one escaping world per *box* of worlds
-the trees vote alike on, not per state; GNR and shortest-flip checks read a table of the
-instance's slice (:mod:`rfcircuits.crosscheck.slices`), with the counter-example search kept
-for slices too large to table.
+takes about one call per item. GSRs are checked as families (an instance of a large forest
+can have tens of thousands): primality asks for escaping worlds only where the boxes of
+worlds outside Δ found so far do not answer, and a batch of GSRs meets all those boxes in a
+few matrix products; GNR and shortest-flip checks read a table of the instance's slice
+(:mod:`rfcircuits.crosscheck.slices`), with the counter-example search kept for slices too
+large to table.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
 atoms as unreified cardinality constraints (fewer clauses and no idle reified half make these
@@ -105,6 +107,9 @@ from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_bloc
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.terms import Clause, Literal, Term
 from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
+
+#: GSRs whose primality one round of matrix products decides (:meth:`SatOracle._unwidenable`).
+_BATCH = 256
 
 #: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
 #: KeyboardInterrupt, and the interrupted solver must not be called again.
@@ -564,51 +569,122 @@ class SatOracle:
         return tuple(out)
 
     def check_gsr(self, x: Sequence[int], term: Term) -> dict[str, bool]:
-        """GSR check. ``valid``: implicant of GR; ``prime``: valid and no one-state
-        widening (a literal that becomes full is dropped) is an implicant — implicants are closed
-        under strengthening, so one step suffices; ``variable_minimal``: no prime implicant
-        of GR mentions a strict subset of its features (whether or not the term is one: each
-        verdict is its own property, so a failure is counted once) — one exists iff the
-        instance literals on that subset imply Δ, which is monotone, so dropping one feature at
-        a time suffices. The term is a GSR iff all three hold."""
-        x = self._check_instance(x)
-        self._check_items(term)
-        valid = self._implies(x, self._widen(x, term))
-        prime = valid and all(self._widenings_escape(x, term, k) for k in range(len(term)))
-        features = [f for f, _ in term]
-        variable_minimal = not any(self._blocks(x, [g for g in features if g != f])
-                                   for f in features)
-        return {"valid": valid, "prime": prime, "variable_minimal": variable_minimal}
+        """GSR check of one term: :meth:`check_gsrs` of ``[term]``."""
+        return self.check_gsrs(x, [term])[0]
 
-    def _widenings_escape(self, x: Instance, term: Term, k: int) -> bool:
-        """No widening of the term's literal ``k`` by one state is an implicant of GR: for each
-        state ``s`` the literal lacks, some world with ``s`` there satisfying the other literals
-        (widened by x's states, :meth:`_widen`) is outside Δ; when the literal lacks x's state,
-        widening by it changes nothing and is an implicant. The escapes found so far for ``x``
-        answer for every state of their boxes (:meth:`_escape_box`); a SAT call asks for a new
-        escape ``w`` among the states still open, and the line of worlds ``w`` with another
-        state there (:class:`~rfcircuits.crosscheck.slices.Slice`) answers for every state
-        it leaves Δ at; until no state is open (or no escape exists)."""
-        f, mask = term[k]
-        if not mask >> x[f] & 1:
-            return False
+    def check_gsrs(self, x: Sequence[int], terms: Sequence[Term]) -> list[dict[str, bool]]:
+        """GSR checks, one verdict per term. ``valid``: implicant of GR; ``prime``: valid and
+        no one-state widening (a literal that becomes full is dropped) is an implicant —
+        implicants are closed under strengthening, so one step suffices; ``variable_minimal``:
+        no prime implicant of GR mentions a strict subset of its features (whether or not the
+        term is one: each verdict is its own property, so a failure is counted once) — one
+        exists iff the instance literals on that subset imply Δ, which is monotone, so dropping
+        one feature at a time suffices. A term is a GSR iff all three hold.
+
+        The terms are checked together per feature set, since a large forest's instance can
+        have tens of thousands of GSRs: validity one SAT call each (:meth:`_invalid`),
+        primality by escapes shared between the terms (:meth:`_unwidenable`),
+        variable-minimality once per feature set."""
+        x = self._check_instance(x)
+        for term in terms:
+            self._check_items(term)
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, term in enumerate(terms):
+            groups.setdefault(tuple(f for f, _ in term), []).append(i)
+        out: list[dict[str, bool]] = [{} for _ in terms]
+        for features, members in groups.items():
+            # Neighbouring terms in turn: the solver's learnt clauses and the escapes found for
+            # one serve the next (new-thyroid's two largest instances: 23 s, not 27 s).
+            members.sort(key=lambda i: terms[i])
+            minimal = not any(self._blocks(x, features[:k] + features[k + 1:])
+                              for k in range(len(features)))
+            group = [terms[i] for i in members]
+            invalid = self._invalid(x, group)
+            # A literal without x's state is not prime: adding that state changes no widening.
+            candidates = [r for r, term in enumerate(group) if r not in invalid
+                          and all(mask >> x[f] & 1 for f, mask in term)]
+            prime = set(candidates) - self._unwidenable(x, features,
+                                                        [group[r] for r in candidates],
+                                                        candidates)
+            for r, i in enumerate(members):
+                out[i] = {"valid": r not in invalid, "prime": r in prime,
+                          "variable_minimal": minimal}
+        return out
+
+    def _invalid(self, x: Instance, terms: Sequence[Term]) -> set[int]:
+        """The indices of the terms that are not implicants of GR: ``τ ⊨ GR`` iff its widening
+        ``τ' ⊨ Δ`` (:meth:`_widen`), one call each on ``¬Δ``'s solver; the world of a model is
+        kept as an escape. (One call for the union of the terms' boxes is slower: on
+        new-thyroid's 64,736 GSRs of one instance, 252 s against 10 s; docs/decisions.md.)"""
+        invalid = set()
+        for r, term in enumerate(terms):
+            model = self._escape(x, self._widen(x, term))
+            if model is not None:
+                invalid.add(r)
+                self._escape_box(x, self._states(model))
+        return invalid
+
+    def _unwidenable(self, x: Instance, features: tuple[int, ...], terms: Sequence[Term],
+                     ids: Sequence[int]) -> set[int]:
+        """The ids of the terms (valid ones on ``features``, every literal with x's state) that
+        some one-state widening leaves an implicant of GR.
+
+        Widening literal ``k`` by a state ``s`` it lacks leaves an implicant iff no world
+        with ``s`` there, inside the other literals widened by x's states, is outside Δ. An
+        *escape box* (a box of worlds outside Δ) meeting the other widened literals answers
+        for every state it holds on ``k``. The escape boxes x's checks have found are kept
+        (:class:`_Witnesses`, 0/1 matrices: a batch of terms against all boxes is a few
+        matrix products); for each literal's states still open one SAT call asks for a new
+        escape among them, kept as two boxes: where the trees vote alike around it
+        (:meth:`_escape_box`) and the line of worlds with another state on ``k`` that leave Δ
+        (:meth:`_escape_line`). A term is unwidenable at ``k`` when no escape exists."""
+        cache = self._cache_of(x)
+        sizes = [self.forest.features[f].n_states for f in features]
+        witnesses = cache.setdefault(("witnesses", features), _Witnesses(features, sizes))
+        escapes = cache.setdefault("escapes", [])
+        out: set[int] = set()
+        for start in range(0, len(terms), _BATCH):
+            batch = terms[start:start + _BATCH]
+            witnesses.take(escapes)
+            known = len(escapes)
+            wide = [np.array([_bits(term[j][1] | 1 << x[f], n) for term in batch],
+                             dtype=np.float32) for j, (n, f) in enumerate(zip(sizes, features))]
+            meets = [witnesses.rows(j) @ wide[j].T > 0 for j in range(len(features))]
+            for k, f in enumerate(features):
+                inside = np.ones(meets[0].shape, dtype=bool)
+                for j in range(len(features)):
+                    if j != k:
+                        inside &= meets[j]
+                covered = witnesses.rows(k).T @ inside.astype(np.float32) > 0
+                for r, term in enumerate(batch):
+                    if ids[start + r] in out:
+                        continue
+                    lacking = self.forest.features[f].full & ~term[k][1]
+                    open_states = lacking & ~_mask(covered[:, r])
+                    if open_states and not self._escapes_found(x, term, k, open_states, known):
+                        out.add(ids[start + r])
+        return out
+
+    def _escapes_found(self, x: Instance, term: Term, k: int, open_states: int,
+                       known: int) -> bool:
+        """Every open state of literal ``k`` has an escape: first the escape boxes found since
+        the ``known`` first, then new ones by SAT calls; False when none is left to find."""
+        f = term[k][0]
         rest = self._widen(x, term[:k] + term[k + 1:])
-        open_states = self.forest.features[f].full & ~mask
-        for box in self._cache_of(x).setdefault("escapes", []):
-            if all(box[g] & m for g, m in rest):
-                open_states &= ~box[f]
+        escapes = self._cache_of(x)["escapes"]
         while open_states:
+            for box in escapes[known:]:
+                if all(box[g] & mask for g, mask in rest):
+                    open_states &= ~box[f]
+            known = len(escapes)
+            if not open_states:
+                break
             model = self._escape(x, rest + ((f, open_states),))
             if model is None:
                 return False
             w = self._states(model)
             self._escape_box(x, w)
-            # Every state of the literal's feature that, put into w, leaves Δ: the other
-            # literals still hold there. One line of votes, counted per atom.
-            line = Slice(self.forest, w, (f,), self.decision(x), self.ties)
-            for atom, inside in zip(line.atoms[0], line.delta):
-                if not inside:
-                    open_states &= ~atom
+            self._escape_line(x, w, f)
         return True
 
     def _blocks(self, x: Instance, features: Iterable[int], goal: int | None = None) -> bool:
@@ -655,18 +731,35 @@ class SatOracle:
         solver.set_phases(self._fix(x, range(self.n_features)))
         return solver
 
-    def _escape_box(self, x: Instance, w: Instance) -> tuple[int, ...]:
-        """The box of worlds voting as the world ``w`` a model of ``¬Δ`` gave (:func:`path_box`),
-        kept among x's escapes. The trees' votes at ``w`` are counted: a model that is in Δ
-        by them is an inconsistency of the encoding, raised rather than believed."""
+    def _escape_box(self, x: Instance, w: Instance) -> None:
+        """Keeps the box of worlds voting as the world ``w`` a model of ``¬Δ`` gave
+        (:func:`path_box`) among x's escapes. The trees' votes at ``w`` are counted: a model
+        that is in Δ by them is an inconsistency of the encoding, raised rather than believed."""
         votes, box = path_box(self.forest, w)
         if member_grid(np.array(votes), self.decision(x), self.ties):
             raise AssertionError(f"SAT oracle: the model {w} of ¬Δ has votes {votes}, in Δ")
+        self._keep_escape(x, box)
+
+    def _escape_line(self, x: Instance, w: Instance, f: int) -> None:
+        """Keeps, among x's escapes, the box of the worlds equal to the escape ``w`` but on
+        feature ``f``, with the states there that leave Δ (one line of votes, counted per atom
+        by :class:`~rfcircuits.crosscheck.slices.Slice`)."""
+        line = Slice(self.forest, w, (f,), self.decision(x), self.ties)
+        out = 0
+        for atom, inside in zip(line.atoms[0], line.delta):
+            if not inside:
+                out |= atom
+        if not out >> w[f] & 1:
+            raise AssertionError(f"SAT oracle: the model {w} of ¬Δ is in Δ by its votes")
+        self._keep_escape(x, tuple(out if g == f else 1 << s for g, s in enumerate(w)))
+
+    def _keep_escape(self, x: Instance, box: tuple[int, ...]) -> None:
+        """A box of worlds outside Δ, kept for the GSR checks (:meth:`_unwidenable`) and as a
+        freer of ``¬Δ`` (:meth:`_blocks`)."""
         cache = self._cache_of(x)
         cache.setdefault("escapes", []).append(box)
         cache.setdefault(("freers", self._not_delta(x)), _Family(self.n_features)).add(
             self._moved(x, box))
-        return box
 
     def _moved(self, x: Instance, box: tuple[int, ...]) -> int:
         """The features on which a box misses x's state (a bitmask): the box's worlds change
@@ -1264,3 +1357,39 @@ def _define_or(add: Any, out: int, inputs: list[int]) -> None:
     add([-out] + inputs)
     for v in inputs:
         add([-v, out])
+
+
+class _Witnesses:
+    """x's escape boxes projected on a feature tuple: per feature a 0/1 matrix with a row per
+    box (float32, so that a batch of terms meets every box in one matrix product)."""
+
+    def __init__(self, features: tuple[int, ...], sizes: Sequence[int]) -> None:
+        self.features = features
+        self.n = 0
+        self._capacity = 64
+        self._rows = [np.zeros((self._capacity, n), dtype=np.float32) for n in sizes]
+
+    def take(self, escapes: Sequence[tuple[int, ...]]) -> None:
+        """Adds the boxes of x's escape list (which only grows) not taken yet."""
+        for box in escapes[self.n:]:
+            if self.n == self._capacity:
+                self._capacity *= 2
+                self._rows = [np.concatenate([m, np.zeros_like(m)]) for m in self._rows]
+            for j, f in enumerate(self.features):
+                self._rows[j][self.n] = _bits(box[f], self._rows[j].shape[1])
+            self.n += 1
+
+    def rows(self, j: int) -> np.ndarray:
+        """The matrix of feature ``features[j]``: a row per box, a column per state."""
+        return self._rows[j][:self.n]
+
+
+def _bits(mask: int, n: int) -> np.ndarray:
+    """A state mask as ``n`` entries 0 or 1."""
+    raw = np.frombuffer(mask.to_bytes((n + 7) // 8, "little"), dtype=np.uint8)
+    return np.unpackbits(raw, bitorder="little")[:n]
+
+
+def _mask(column: np.ndarray) -> int:
+    """The state mask of a boolean vector."""
+    return int.from_bytes(np.packbits(column, bitorder="little").tobytes(), "little")

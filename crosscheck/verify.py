@@ -726,15 +726,22 @@ class Verifier:
         """Listed and native items (``ours`` None: the listed ones only), judged."""
         listed_set = set(listed)
         ours_set = None if ours is None else set(ours)
+        items = Explanation.sets(listed_set | (ours_set or set()))
+        # GSRs are checked together (a large forest's instance can have tens of thousands).
+        known = dict(zip(items, self.sat.check_gsrs(x, items))) \
+            if name == "general_sufficient_reasons" else {}
         return [self._item(name, x, item, item in listed_set,
-                           None if ours_set is None else item in ours_set, target)
-                for item in Explanation.sets(listed_set | (ours_set or set()))]
+                           None if ours_set is None else item in ours_set, target,
+                           verdict=known.get(item))
+                for item in items]
 
     def _item(self, name: str, x: Instance, item: Term, listed: bool, ours: bool | None,
-              target: int | None = None, note: str = "") -> ItemResult:
-        """One item judged, with a refuting world when a verdict fails (for shortest flips,
-        only GNR validity is refuted by a world: ``shortest`` is a count)."""
-        verdict, why = self.judge(name, x, item, target)
+              target: int | None = None, note: str = "",
+              verdict: dict[str, bool] | None = None) -> ItemResult:
+        """One item judged (``verdict``: already known), with a refuting world when a verdict
+        fails (for shortest flips, only GNR validity is refuted by a world: ``shortest`` is a
+        count)."""
+        verdict, why = self.judge(name, x, item, target) if verdict is None else (verdict, "")
         result = ItemResult(item, listed, ours, verdict, why or note)
         if result.refuted is not None and (name != "shortest_flips" or not verdict["valid"]):
             result.evidence = self.sat.counterexample(x, COUNTEREXAMPLE_KIND[name], item, target)

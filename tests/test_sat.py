@@ -154,6 +154,8 @@ def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
                 assert oracle.check_ce(x, t, clause) == {"reaches": True, "minimal": True}
                 k = rng.randrange(len(clause))
                 assert oracle.check_ce(x, t, clause[:k] + clause[k + 1:])["reaches"] is False
+        assert oracle.check_gsrs(x, brute.general_sufficient_reasons) == [ok3] * len(
+            brute.general_sufficient_reasons)
         for term in brute.general_sufficient_reasons:
             assert oracle.check_gsr(x, term) == ok3
             for k, (f, mask) in enumerate(term):

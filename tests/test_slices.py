@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import itertools
 import random
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rfcircuits.forest import classes_from_votes
+from rfcircuits.crosscheck import sat
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.slices import Slice, general_reason_grid, path_box
 from rfcircuits.crosscheck.strategies import Limits, all_worlds, forest_and_instance
@@ -115,19 +117,30 @@ def test_general_verdicts_equal_definitions(ties, tabled, case, seed):
                     keep = 0 < new < forest.features[f].full
                     yield item[:k] + (((f, new),) if keep else ()) + item[k + 1:]
 
+    def verdicts(item, valid_of, wider, smaller_holds):
+        valid = valid_of(item)
+        features = [f for f, _ in item]
+        return {"valid": valid,
+                "prime": valid and not any(valid_of(i) for i in steps(item, wider)),
+                "variable_minimal": not any(
+                    smaller_holds([g for g in features if g != f]) for f in features)}
+
     options = [[None, *range(1, f.full)] for f in forest.features]
     candidates = list(itertools.product(*options))
+    items = [tuple((f, m) for f, m in enumerate(choice) if m is not None)
+             for choice in rng.sample(candidates, min(30, len(candidates)))]
+    # With x's states added (when that leaves a literal proper), more items are implicants and
+    # their primality is put to the test.
+    widened = {tuple((f, m | 1 << x[f]) for f, m in item) for item in items}
+    items += [item for item in sorted(widened)
+              if all(m != forest.features[f].full for f, m in item)]
+    # All GSR verdicts at once, in batches of 4 terms so that escapes found for one batch
+    # serve the next, as on a large forest's tens of thousands of GSRs.
+    with SatOracle(forest, ties) as oracle, mock.patch.object(sat, "_BATCH", 4):
+        assert oracle.check_gsrs(x, items) == [
+            verdicts(item, implicant, True, simple_implies) for item in items]
     with SatOracle(forest, ties) as oracle:
         oracle.max_slice_cells = oracle.max_slice_cells if tabled else 0
-        for choice in rng.sample(candidates, min(30, len(candidates))):
-            item = tuple((f, m) for f, m in enumerate(choice) if m is not None)
-            features = [f for f, _ in item]
-            for check, valid_of, wider, smaller_holds in (
-                    (oracle.check_gsr, implicant, True, simple_implies),
-                    (oracle.check_gnr, implicate, False, simple_frees)):
-                valid = valid_of(item)
-                assert check(x, item) == {
-                    "valid": valid,
-                    "prime": valid and not any(valid_of(i) for i in steps(item, wider)),
-                    "variable_minimal": not any(
-                        smaller_holds([g for g in features if g != f]) for f in features)}
+        for item in items:
+            assert oracle.check_gsr(x, item) == verdicts(item, implicant, True, simple_implies)
+            assert oracle.check_gnr(x, item) == verdicts(item, implicate, False, simple_frees)

@@ -108,8 +108,8 @@ def _sat_checks(sat: SatOracle, x: Instance, ours: Any) -> dict[str, Callable[[]
         "ce": lambda: all(sat.contrastive(x, t) == ces for t, ces in ours.contrastive
                           if t not in member),
         "robust": lambda: sat.robustness(x) == ours.robustness,
-        "gsr": lambda: all(all(sat.check_gsr(x, t).values())
-                           for t in ours.general_sufficient_reasons),
+        "gsr": lambda: all(all(v.values()) for v in sat.check_gsrs(
+            x, ours.general_sufficient_reasons)),
         "gnr": lambda: all(all(sat.check_gnr(x, c).values())
                            for c in ours.general_necessary_reasons),
         "flips": lambda: all(all(sat.check_flip(x, c, ours.robustness).values())
