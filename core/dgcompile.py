@@ -64,6 +64,11 @@ SIFT_TRIGGER = 500_000
 SIFTED_KEPT = 4
 _SIFTED: dict[Forest, tuple[int, ...]] = {}
 
+#: Compilations made for other tie policies alongside one (``compile_dg(also=...)``), each
+#: returned, once, to the next compile asking for it with the same arguments; the next
+#: compile with ``also`` drops those not asked for.
+_HANDED: dict[tuple[object, ...], DGCompilation] = {}
+
 #: Garbage-collect between pair networks once the manager holds this many times the nodes it
 #: kept at the last collection (amortised: each collection costs time linear in the nodes).
 COLLECT_GROWTH = 2.0
@@ -98,15 +103,25 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
                apply: str = "ordered", order: str | Sequence[int] = "auto",
                max_nodes: int | None = None, timeout: float | None = None,
                progress: Callable[[int, int, Sized], None] | None = None,
-               counter: str | None = None) -> DGCompilation:
+               counter: str | None = None, also: Sequence[str] = ()) -> DGCompilation:
     """Alg. 3B (``form="dg-conj"``) or Alg. 3A (``form="dg"``) for every class.
 
     Per-class seconds: the shared tree stage split evenly, plus each pair network split
     between its two classes, plus (3A) that class's final conjunction. ``counter`` defaults
     to ``topdown`` with ordered Apply and to ``totalizer`` with generic Apply.
     ``progress(done, total, dg)`` is called before and after each pair network.
+
+    ``also``: other tie policies to compile in the same networks and manager: every policy's
+    comparisons are outputs of the same class pairs' networks (``first`` needs
+    ``[v_a >= v_b]``, ``all`` that and ``[v_a > v_b]``), so a crosscheck of both policies
+    compiles once. Each is returned by the next call asking for it with the same arguments
+    (their seconds are this compile's). When the shared manager exceeds ``max_nodes``, the
+    asked policy compiles alone. With ``order="auto"`` a compile whose first attempt stays
+    under :data:`SIFT_TRIGGER` nodes returns alone (it is quick anyway).
     """
     check_ties(ties)
+    for policy in also:
+        check_ties(policy)
     if form not in ("dg", "dg-conj"):
         raise ValueError(f"unknown form {form!r}")
     if apply not in ("ordered", "generic"):
@@ -117,6 +132,9 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         raise ValueError(f"unknown counter {counter!r}")
     if counter == "topdown" and apply != "ordered":
         raise ValueError("counter 'topdown' needs apply 'ordered'")
+    handed = _HANDED.pop(_handoff_key(forest, ties, form, apply, order, max_nodes, counter), None)
+    if handed is not None:
+        return handed
     start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
     ranks = feature_order(forest, order, created_nodes) if isinstance(order, str) else list(order)
@@ -129,8 +147,8 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             ranks = list(sifted)
         else:
             try:
-                comp = _compile(forest, ties, form, apply, ranks, SIFT_TRIGGER, timeout,
-                                progress, counter, start)
+                comp, = _compile(forest, (ties,), form, apply, ranks, SIFT_TRIGGER, timeout,
+                                 progress, counter, start)
                 comp.dg.set_max_nodes(max_nodes)  # the trigger only chose not to sift
                 return comp
             except BudgetExceeded:
@@ -143,8 +161,30 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
                 _SIFTED[forest] = tuple(ranks)
         if deadline is not None:
             timeout = max(deadline - time.monotonic(), 1e-3)
-    return _compile(forest, ties, form, apply, ranks, max_nodes, timeout, progress, counter,
-                    start)
+    if also:
+        try:
+            first, *others = _compile(forest, (ties, *also), form, apply, ranks, max_nodes,
+                                      timeout, progress, counter, start)
+        except BudgetExceeded:
+            if deadline is not None and time.monotonic() > deadline:
+                raise
+            # The budget holds the manager: one policy's graphs may fit where all do not.
+            if deadline is not None:
+                timeout = max(deadline - time.monotonic(), 1e-3)
+        else:
+            _HANDED.clear()  # earlier hand-offs nobody asked for are dropped
+            for policy, comp in zip(also, others):
+                _HANDED[_handoff_key(forest, policy, form, apply, order, max_nodes,
+                                     counter)] = comp
+            return first
+    return _compile(forest, (ties,), form, apply, ranks, max_nodes, timeout, progress,
+                    counter, start)[0]
+
+
+def _handoff_key(forest: Forest, ties: str, form: str, apply: str, order: str | Sequence[int],
+                 max_nodes: int | None, counter: str | None) -> tuple[object, ...]:
+    return (forest, ties, form, apply, order if isinstance(order, str) else tuple(order),
+            max_nodes, counter)
 
 
 def created_nodes(forest: Forest, order: list[int], max_nodes: int, counter: str | None) -> int:
@@ -177,12 +217,12 @@ def tree_code(tree: Tree) -> bytes:
     return array("i", out).tobytes()
 
 
-def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
-             max_nodes: int | None, timeout: float | None,
+def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
+             ranks: list[int], max_nodes: int | None, timeout: float | None,
              progress: Callable[[int, int, Sized], None] | None, counter: str,
-             start: float) -> DGCompilation:
-    """:func:`compile_dg` under the order ``ranks``; the seconds since ``start`` (choosing the
-    order) count as the tree stage's."""
+             start: float) -> list[DGCompilation]:
+    """:func:`compile_dg` under the order ``ranks`` for each tie policy, in one manager; the
+    seconds since ``start`` (choosing the order) count as the tree stage's."""
     k = len(forest.classes)
     dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
     ap = Apply(dg)
@@ -195,16 +235,18 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
     tree_seconds = time.perf_counter() - start
     seconds = [tree_seconds / k] * k
     ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold)
-    needed = _pair_plan(k, ties)
-    conjuncts: list[list[int]] = [[] for _ in range(k)]
+    needed = _pair_plan(k, policies)
+    conjuncts: list[list[int]] = [[] for _ in range(k * len(policies))]
     live = len(dg)
     collected = 0
     if progress:  # the tree stage's nodes (dg's len), while the first network runs
         progress(0, len(needed), dg)
     for done, ((a, b), wants) in enumerate(needed.items(), start=1):
         t0 = time.perf_counter()
-        graphs = pair_outputs(pos, neg, a, b, [strict for strict, _, _ in wants], ops, counter)
-        for graph, (_, owner, negated) in zip(graphs, wants):
+        stricts = sorted({strict for strict, _, _ in wants})
+        graphs = dict(zip(stricts, pair_outputs(pos, neg, a, b, stricts, ops, counter)))
+        for strict, owner, negated in wants:
+            graph = graphs[strict]
             conjuncts[owner].append(dg.negate(graph) if negated else graph)
         if done < len(needed) and len(dg) > COLLECT_GROWTH * live:
             # The network's intermediate graphs are garbage now: without collecting them, the
@@ -219,19 +261,24 @@ def _compile(forest: Forest, ties: str, form: str, apply: str, ranks: list[int],
         dg.check_budget()
         if progress:
             progress(done, len(needed), dg)
-    extra = [0.0] * k
-    roots_3b = [list(c) for c in conjuncts]
-    if form == "dg":
-        for c in range(k):
-            t0 = time.perf_counter()
-            root = TRUE
-            for g in conjuncts[c]:
-                root = ap.conj(root, g)
-            conjuncts[c] = [root]
-            extra[c] = time.perf_counter() - t0
-            seconds[c] += extra[c]
-    return DGCompilation(dg, form, conjuncts, seconds, tree_seconds, extra, roots_3b,
-                         collected + len(dg))
+    out = []
+    for p in range(len(policies)):
+        mine = conjuncts[p * k:(p + 1) * k]
+        extra = [0.0] * k
+        roots_3b = [list(c) for c in mine]
+        spent = list(seconds)
+        if form == "dg":
+            for c in range(k):
+                t0 = time.perf_counter()
+                root = TRUE
+                for g in mine[c]:
+                    root = ap.conj(root, g)
+                mine[c] = [root]
+                extra[c] = time.perf_counter() - t0
+                spent[c] += extra[c]
+        out.append(DGCompilation(dg, form, mine, spent, tree_seconds, extra, roots_3b,
+                                 collected + len(dg)))
+    return out
 
 
 def _collect(dg: DG, ap: Apply, *groups: list[list[int]]) -> list[list[list[int]]]:
@@ -241,14 +288,18 @@ def _collect(dg: DG, ap: Apply, *groups: list[list[int]]) -> list[list[list[int]
     return [[[next(new) for _ in ids] for ids in group] for group in groups]
 
 
-def _pair_plan(k: int, ties: str) -> dict[tuple[int, int], list[tuple[bool, int, bool]]]:
-    """Per class pair ``a < b``: the network outputs to compute, as ``(strict, owner class,
-    negated)``; ``[v_a >= v_b]`` belongs to a, its negation ``[v_b > v_a]`` to b, etc."""
+def _pair_plan(k: int, policies: Sequence[str]
+               ) -> dict[tuple[int, int], list[tuple[bool, int, bool]]]:
+    """Per class pair ``a < b``: the network outputs to compute, as ``(strict, owner,
+    negated)`` with owner ``p·k + c`` for class c under ``policies[p]``; ``[v_a >= v_b]``
+    belongs to a, its negation ``[v_b > v_a]`` to b, etc."""
     plan: dict[tuple[int, int], list[tuple[bool, int, bool]]] = {}
-    for c in range(k):
-        for cmp in comparisons(c, k, ties):
-            if cmp.i < cmp.j:
-                plan.setdefault((cmp.i, cmp.j), []).append((cmp.strict, c, False))
-            else:  # [v_i ? v_j] with i > j is the negation of the opposite comparison
-                plan.setdefault((cmp.j, cmp.i), []).append((not cmp.strict, c, True))
+    for p, ties in enumerate(policies):
+        for c in range(k):
+            for cmp in comparisons(c, k, ties):
+                owner = p * k + c
+                if cmp.i < cmp.j:
+                    plan.setdefault((cmp.i, cmp.j), []).append((cmp.strict, owner, False))
+                else:  # [v_i ? v_j] with i > j is the negation of the opposite comparison
+                    plan.setdefault((cmp.j, cmp.i), []).append((not cmp.strict, owner, True))
     return plan

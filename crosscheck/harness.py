@@ -186,13 +186,17 @@ class Crosscheck:
 
     def __init__(self, forest: Forest, ties: str = "first",
                  oracles: Sequence[str] = ORACLES, seed: int = 0,
-                 max_nodes: int | None = None, progress: Progress | None = None) -> None:
+                 max_nodes: int | None = None, progress: Progress | None = None,
+                 also_ties: Sequence[str] = ()) -> None:
         unknown = sorted(set(oracles) - set(ORACLES))
         if unknown:
             raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
                              f"(choose from {', '.join(ORACLES)})")
         self.forest = forest
         self.ties = ties
+        #: Tie policies checked next, whose class formulas the compile makes too (compile_dg's
+        #: ``also``: the same networks serve every policy).
+        self.also_ties = tuple(also_ties)
         self.oracles = list(oracles)
         self.rng = random.Random(seed)
         self.report = Report()
@@ -269,7 +273,7 @@ class Crosscheck:
         self._stage("compiling dg")
         both = self._guard("formula dg-conj", ("native", "-"), None,
                            lambda: compile_dg(forest, ties, "dg", max_nodes=budget,
-                                              progress=progress))
+                                              progress=progress, also=self.also_ties))
         forms["dg-conj"] = self.compiled_3b = None if both is None else replace(
             both, form="dg-conj", roots=both.roots_3b)
         forms["dg"] = self._guard("formula dg", ("native", "-"), None, lambda: both)
@@ -620,7 +624,8 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
                formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
                progress: Callable[[int, int], None] | None = None, jobs: int = 1,
-               start: int = 0, on_unit: OnUnit | None = None) -> Report:
+               start: int = 0, on_unit: OnUnit | None = None,
+               also_ties: Sequence[str] = ()) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
     ``progress(done, total)`` is called per instance (a :class:`Progress` also shows each
@@ -630,9 +635,10 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
 
     A resumed run starts at instance ``start``; ``on_unit(unit, outcomes, disagreements)``
     receives the checks of each finished unit — ``"formulas"``, then each instance index in
-    order — for the caller to keep."""
+    order — for the caller to keep. ``also_ties``: the tie policies the caller checks next
+    (their class formulas are compiled with this run's, and handed to their runs)."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes,
-                     progress if isinstance(progress, Progress) else None)
+                     progress if isinstance(progress, Progress) else None, also_ties)
     try:
         if formulas:
             run.class_formulas()

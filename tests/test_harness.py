@@ -201,6 +201,33 @@ def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
     assert ordered.count(True) == 1
 
 
+def test_both_tie_policies_share_one_compile(tmp_path, monkeypatch, capsys):
+    """`crosscheck --ties both` compiles the class formulas of both policies in one run of the
+    networks (a forest that sifts: the trigger lowered), and the policy checked second is
+    checked on the formulas handed over, against the SAT oracle."""
+    import rfcircuits.dgcompile as dgcompile
+
+    f, xs = make_case(5, 3, Limits())
+    (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
+    (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
+    real = dgcompile._compile
+    policies = []
+
+    def recorded(forest, ties, form, apply, ranks, max_nodes, *args):
+        if apply == "ordered" and max_nodes != 1:  # not Alg. 4's nor a trial before sifting
+            policies.append(ties)
+        return real(forest, ties, form, apply, ranks, max_nodes, *args)
+
+    monkeypatch.setattr(dgcompile, "SIFT_TRIGGER", 1)
+    monkeypatch.setattr(dgcompile, "_compile", recorded)
+    assert main(["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
+                 str(tmp_path / "i.jsonl"), "--oracles", "sat", "--ties", "both",
+                 "--what", "sr", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "ties all: " in out and "formula dg " in out
+    assert [p for p in policies if "all" in p] == [("first", "all")], policies
+
+
 def test_broken_graph_invariants_are_reported(monkeypatch):
     from rfcircuits.dgraph import DG
 

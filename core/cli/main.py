@@ -289,13 +289,17 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
             done = [u for t, u in units[:resumed] if t == ties]
             todo = [u for t, u in units[resumed:] if t == ties]
             report = prior[ties]
+            # The later policies' class formulas come from this compile's networks too.
+            later = [t for t in ties_list[ties_list.index(ties) + 1:]
+                     if (t, "formulas") in units[resumed:]]
             if todo:
                 with Progress(f"ties {ties}", enabled=not args.no_progress) as bar:
                     new = crosscheck(
                         forest, instances, ties, oracles, what,
                         formulas="formulas" in todo, max_nodes=budget, progress=bar,
                         jobs=args.jobs, start=len(done) - ("formulas" in done),
-                        on_unit=functools.partial(keep, ties) if out else None)
+                        on_unit=functools.partial(keep, ties) if out else None,
+                        also_ties=later)
                 report.outcomes.extend(new.outcomes)
                 report.disagreements.extend(new.disagreements)
                 report.explained, report.interrupted = new.explained, new.interrupted
