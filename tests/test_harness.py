@@ -420,12 +420,16 @@ def die(_):
 if __name__ == "__main__":
     with pool(2) as workers:
         first = {p.pid for p in workers._pool}
-        for i in range(2):
-            workers.apply_async(die, (i,))
+        sent = 0.0
         for _ in range(400):  # both replaced, by the pool's thread
             alive = {p.pid for p in workers._pool if p.is_alive()}
             if len(alive) == 2 and not alive & first:
                 break
+            # A task goes to any idle worker (a replacement too): send one until no first
+            # worker is left, one at a time so that none is still queued afterwards.
+            if alive & first and time.monotonic() - sent > 0.5:
+                workers.apply_async(die, (0,))
+                sent = time.monotonic()
             time.sleep(0.05)
         else:
             raise SystemExit("the workers were not replaced")
