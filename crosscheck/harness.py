@@ -575,7 +575,9 @@ class Crosscheck:
             verdict = verdict_of()
         except InputError as exc:  # e.g. an improper literal: the item is malformed
             verdict = {"well_formed": False, "problem": str(exc)}  # type: ignore[dict-item]
-        agree = all(v is True for k, v in verdict.items() if k != "problem")
+        # An empty verdict decides nothing: it must not read as agreement.
+        checked = [v for k, v in verdict.items() if k != "problem"]
+        agree = bool(checked) and all(v is True for v in checked)
         self._result(name, "sat", agree, shown, shown_item, verdict,
                      None if agree else {"item": shown_item, "verdict": verdict})
 

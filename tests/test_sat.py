@@ -470,6 +470,8 @@ def test_interface_errors():
             oracle.check_sr(x, ((0, 3),))  # a full literal is not a literal
         with pytest.raises(InputError):
             oracle.check_gnr(x, ((1, 1), (1, 2)))
+        with pytest.raises(InputError):  # any term of the family, not only the first
+            oracle.check_gsrs(x, [((0, 1),), ((0, 3),)])
         e = oracle.explain(x, ("robust",))
         assert e.what == ("robust",) and e.sufficient_reasons == ()
 
