@@ -457,7 +457,6 @@ class PyStore:
         return min_deviations(self.feature, self.segments, roots, x)
 
 
-
 def min_deviations(feature: Sequence[int], segments: Callable[[int], Segments],
                    roots: Sequence[int], x: Sequence[int]) -> list[int]:
     """The inclusion-minimal *deviation sets* of the paths from ``roots`` to false, as
