@@ -45,7 +45,6 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
-from multiprocessing.pool import Pool
 from typing import Any
 
 from rfcircuits import __version__
@@ -64,8 +63,8 @@ from rfcircuits.terms import terms_json
 from rfcircuits.crosscheck import spec_examples
 from rfcircuits.crosscheck.fuzz import make_case, repro
 from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
-from rfcircuits.crosscheck.parallel import completed, pmap
-from rfcircuits.crosscheck.parallel import pool as pool_of
+from rfcircuits.crosscheck._backend_abc import Backend
+from rfcircuits.crosscheck.parallel import open_backend, run_ordered, run_tasks
 from rfcircuits.crosscheck.strategies import Limits, all_worlds, with_edge_worlds
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
@@ -526,8 +525,7 @@ def build_case(spec: CaseSpec) -> CaseResult:
 # The whole corpus
 
 
-def select(pool: Pool | None, stream: Stream,
-           batch: int = 16) -> list[CaseSpec]:
+def select(backend: Backend, stream: Stream, batch: int = 16) -> list[CaseSpec]:
     """The first ``quota`` candidates of a stream (in case order) that hit its category;
     candidates are judged ``batch`` at a time (the result does not depend on ``batch``)."""
     chosen: list[CaseSpec] = []
@@ -537,20 +535,19 @@ def select(pool: Pool | None, stream: Stream,
             raise RuntimeError(f"stream {stream.name}: only {len(chosen)} of {stream.quota} "
                                f"cases hit {stream.category!r} in {start} candidates")
         specs = [random_case(stream, k) for k in range(start, start + batch)]
-        for spec, hits in zip(specs, pmap(pool, candidate_categories, specs)):
+        for spec, hits in zip(specs, run_ordered(backend, candidate_categories, specs)):
             if stream.category in hits and len(chosen) < stream.quota:
                 chosen.append(spec)
         start += batch
     return chosen
 
 
-def plan(pool: Pool | None, jobs: int = 1,
-         progress: bool = False) -> list[CaseSpec]:
+def plan(backend: Backend, progress: bool = False) -> list[CaseSpec]:
     """Every case of the corpus, in manifest order."""
     specs = [spec_case(case_id) for case_id in EXAMPLE_CASES]
     with Progress("selecting random cases", enabled=progress) as bar:
         for done, stream in enumerate(STREAMS, start=1):
-            specs.extend(select(pool, stream, 16 * jobs))
+            specs.extend(select(backend, stream, 16 * max(1, backend.workers())))
             bar(done, len(STREAMS))
     specs.extend(trained_case(t) for t in TRAINED)
     ids = [s.id for s in specs]
@@ -607,8 +604,10 @@ class BuildSummary:
 
 
 def build(out: str, jobs: int = 1, progress: bool = True,
-          failures_dir: str = "corpus-failures", resume: bool = False) -> BuildSummary:
-    """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed).
+          failures_dir: str = "corpus-failures", resume: bool = False,
+          dask: str | None = None) -> BuildSummary:
+    """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed), its
+    cases built on ``jobs`` local processes or the Dask cluster at ``dask``.
 
     Each finished case is kept in ``OUT.partial/`` as it completes; an interrupted build
     leaves that directory (and the previous corpus) in place, and ``resume`` builds only the
@@ -634,7 +633,8 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         if not os.path.exists(os.path.join(partial, PARTIAL_VERSIONS)):
             write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
         _remove_stale(out)
-        return _build(out, jobs, progress, failures_dir, partial, finished)
+        with open_backend(jobs, dask) as backend:
+            return _build(out, backend, progress, failures_dir, partial, finished)
     except BaseException:
         if os.path.isdir(partial):
             kept = len([n for n in os.listdir(partial) if n != PARTIAL_VERSIONS])
@@ -643,21 +643,20 @@ def build(out: str, jobs: int = 1, progress: bool = True,
         raise
 
 
-def _build(out: str, jobs: int, progress: bool, failures_dir: str, partial: str,
+def _build(out: str, backend: Backend, progress: bool, failures_dir: str, partial: str,
            finished: dict[str, CaseResult]) -> BuildSummary:
-    """:func:`build` once its target and partial directory are settled."""
+    """:func:`build` once its target, partial directory and backend are settled."""
     summary = BuildSummary()
-    with pool_of(jobs) as pool:
-        specs = plan(pool, jobs, progress)
-        finished = {s.id: finished[s.id] for s in specs
-                    if s.id in finished and finished[s.id].entry["origin"] == s.origin}
-        todo = [s for s in specs if s.id not in finished]
-        with Progress("building cases", enabled=progress) as bar:
+    specs = plan(backend, progress)
+    finished = {s.id: finished[s.id] for s in specs
+                if s.id in finished and finished[s.id].entry["origin"] == s.origin}
+    todo = sorted((s for s in specs if s.id not in finished), key=lambda s: -_cost(s))
+    with Progress("building cases", enabled=progress) as bar:
+        bar(len(finished), len(specs))
+        for _, result in run_tasks(backend, build_case, ((k, (s,)) for k, s in enumerate(todo))):
+            write_json(os.path.join(partial, f"{result.id}.json"), asdict(result))
+            finished[result.id] = result
             bar(len(finished), len(specs))
-            for _, result in completed(pool, build_case, todo, _cost):
-                write_json(os.path.join(partial, f"{result.id}.json"), asdict(result))
-                finished[result.id] = result
-                bar(len(finished), len(specs))
     results = [finished[s.id] for s in specs]
     for result in results:
         summary.failures.extend(result.failures)
@@ -1036,8 +1035,8 @@ def check(root: str, jobs: int = 1, oracles: Sequence[str] = (),
               file=sys.stderr)
     summary = CheckSummary()
     one = functools.partial(check_case, root, oracles=tuple(oracles))
-    with pool_of(jobs) as pool, Progress("checking cases", enabled=progress) as bar:
-        results = pmap(pool, one, manifest["cases"], bar)
+    with open_backend(jobs) as backend, Progress("checking cases", enabled=progress) as bar:
+        results = run_ordered(backend, one, manifest["cases"], bar)
     for r in results:
         summary.cases += 1
         summary.lines += r.lines

@@ -1,7 +1,9 @@
 """``rfcircuits fuzz``: random small forests through the harness, failures shrunk and saved.
 
 Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.strategies`),
-so the same seed replays the same cases, whatever the number of processes. Each case is a
+and checking it is a pure function of ``(s, k)``: the same seed replays the same cases, and
+``--cases N`` the same summary and failure files, whatever the number of processes or the
+backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.parallel`). Each case is a
 forest and three instances, checked under both tie policies against every oracle that fits
 (:mod:`rfcircuits.crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
 case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
@@ -9,22 +11,20 @@ case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features an
 are compared with the BDD oracle's. The small forests rarely have more than one
 GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
 could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.shrink`)
-while the same check still fails, and written at once, atomically, to
-``DIR/case-<seed>-<k>[-general]-<ties>.json`` (``rfcircuits.repro/1``: the forest, the
-instances, the tie policy, the disagreements; replay it with ``rfcircuits crosscheck --replay
-FILE``). Workers run until the time budget is spent; progress goes to stderr, a summary to
-stdout.
+where its case ran while the same check still fails, and written by the client as soon as
+the case is back, atomically, to ``DIR/case-<seed>-<k>[-general]-<ties>.json``
+(``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
+it with ``rfcircuits crosscheck --replay FILE``). Cases run until the time budget or their
+count is spent; progress (cases per second, failures, workers alive) goes to stderr, a
+summary to stdout.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-import multiprocessing
 import os
-import queue
 import random
-import signal
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,9 +32,9 @@ from typing import Any
 from rfcircuits.atomicio import output_dir, write_json
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
-from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
+from rfcircuits.crosscheck.parallel import open_backend, run_tasks
 from rfcircuits.crosscheck.shrink import shrink
 from rfcircuits.crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
 
@@ -61,14 +61,15 @@ def make_case(seed: int, k: int, limits: Limits,
     return forest, [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
 
 
-def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
-             out_dir: str) -> tuple[int, list[str]]:
+def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...]
+             ) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
     """Check case ``k``, and its general-reason case when the BDD oracle is chosen, under
-    both tie policies; returns (checks, saved repro paths)."""
+    both tie policies; returns the checks made and each failure's repro file name and
+    document (a pure function of its arguments: the client writes the files)."""
     plans = [("", limits, oracles, ALL_WHAT, True)]
     if "bdd" in oracles:
         plans.append(("general", GENERAL, ("bdd",), GENERAL_WHAT, False))
-    checks, saved = 0, []
+    checks, found = 0, []
     for stream, case_limits, used, what, formulas in plans:
         forest, instances = make_case(seed, k, case_limits, stream)
         for ties in TIES:
@@ -89,11 +90,10 @@ def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
 
             small, xs = shrink(forest, instances, fails)
             name = "-".join(str(part) for part in (seed, k, stream, ties) if part != "")
-            path = os.path.join(out_dir, f"case-{name}.json")
-            write_json(path, repro(small, xs, ties, check(small, xs).disagreements, seed, k,
-                                   original=(len(forest.trees), len(forest.features))))
-            saved.append(path)
-    return checks, saved
+            found.append((f"case-{name}.json",
+                          repro(small, xs, ties, check(small, xs).disagreements, seed, k,
+                                original=(len(forest.trees), len(forest.features)))))
+    return checks, found
 
 
 def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: list[Any],
@@ -111,95 +111,49 @@ def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: l
     return doc
 
 
-def _worker(wid: int, jobs: int, seed: int, deadline: float, limits: Limits,
-            oracles: tuple[str, ...], out_dir: str, results: Any) -> None:
-    k = wid
-    parent = os.getppid()
-    for s in SIGNALS:
-        signal.signal(s, _stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # blocked by the parent until now
-    try:
-        while not _STOPPED and time.monotonic() < deadline and os.getppid() == parent:
-            checks, saved = run_case(seed, k, limits, oracles, out_dir)
-            results.put((k, checks, saved))
-            k += jobs
-    except OSError as exc:  # a failure file that cannot be written: the parent reports it
-        results.put(exc)
-    results.put(None)
-
-
-#: Set in a worker by a signal: it stops after its case (or its parent kills it first).
-_STOPPED: list[int] = []
-
-
-def _stop(signum: int, frame: Any) -> None:
-    """A worker's signal handler only takes note: a KeyboardInterrupt raised in the middle of
-    a solver's cleanup would be swallowed there with a traceback on stderr. The parent, which
-    stops on the same signal, kills its workers; their failure files are written whole or
-    not at all."""
-    _STOPPED.append(signum)
-
-
-def fuzz(seconds: float, seed: int, jobs: int, limits: Limits, out_dir: str,
-         oracles: tuple[str, ...] = ORACLES, progress: bool = True) -> Summary:
-    """Run cases for ``seconds`` on ``jobs`` processes; failures land in ``out_dir``. A
-    signal stops the workers at once; the failures already saved are complete files. A
-    failure file that cannot be written (a full disk) stops the run with its OSError."""
+def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: str,
+         oracles: tuple[str, ...] = ORACLES, progress: bool = True, cases: int | None = None,
+         dask: str | None = None) -> Summary:
+    """Run cases 0, 1, 2… for ``seconds`` (None: no time limit) or until ``cases`` are
+    checked, on ``jobs`` local processes or the Dask cluster at ``dask``; failures land in
+    ``out_dir``, each written by this process as soon as its case is back. The summary lists
+    them in case order, so the same seed and ``cases`` give the same summary (apart from
+    the seconds) and the same files on any backend. A signal stops the run: the cases not
+    finished are dropped, the failures already saved are complete files. A failure file that
+    cannot be written (a full disk) stops the run with its OSError."""
     output_dir(out_dir)
     summary = Summary()
     start = time.monotonic()
-    deadline = start + seconds
-    ctx = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
-    results = ctx.Queue()
-    workers = [ctx.Process(target=_worker, args=(w, jobs, seed, deadline, limits, oracles,
-                                                  out_dir, results), daemon=True)
-               for w in range(jobs)]
-    # Workers start with the signals blocked, until they have their own handlers.
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    started = 0
-    bar = Progress("fuzz seconds", enabled=progress)
+    found: dict[int, list[str]] = {}
+    more = None if seconds is None else (lambda: time.monotonic() < start + seconds)
+    keys = range(cases) if cases is not None else itertools.count()
+    bar = Progress("fuzz cases" if cases is not None else "fuzz seconds", enabled=progress)
     try:
-        for w in workers:
-            w.start()
-            started += 1
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a pending signal: stop below
-        running = started
-        while running:
-            try:
-                item = results.get(timeout=1.0)
-            except queue.Empty:
-                if not any(w.is_alive() for w in workers):
-                    break
-                continue
-            if item is None:
-                running -= 1
-                continue
-            if isinstance(item, OSError):
-                raise item
-            _, checks, saved = item
-            summary.cases += 1
-            summary.checks += checks
-            summary.failures.extend(saved)
-            for path in saved:
-                bar.write(f"[fuzz] FAILURE saved to {path}")
-            # the seconds spent out of the budget: tqdm's remaining time is then the budget's
-            bar.note(f"{summary.cases} cases, {summary.checks} checks, "
-                     f"{len(summary.failures)} failures")
-            bar(min(round(time.monotonic() - start), round(seconds)), round(seconds))
-    except (KeyboardInterrupt, OSError) as exc:
-        summary.interrupted = isinstance(exc, KeyboardInterrupt)
-        for w in workers:  # the case in progress is lost; every saved failure is whole
-            if w.is_alive():
-                w.kill()
-        if not summary.interrupted:
-            raise
+        with open_backend(jobs, dask) as backend:
+            start = time.monotonic()  # the budget and the rate leave out a cluster's start
+            for k, (checks, failures) in run_tasks(
+                    backend, run_case, ((k, (seed, k, limits, oracles)) for k in keys), more):
+                summary.cases += 1
+                summary.checks += checks
+                for name, doc in failures:
+                    path = os.path.join(out_dir, name)
+                    write_json(path, doc)
+                    found.setdefault(k, []).append(path)
+                    bar.write(f"[fuzz] FAILURE saved to {path}")
+                rate = summary.cases / max(1e-9, time.monotonic() - start)
+                bar.note(f"{summary.cases} cases ({rate:.1f}/s), {summary.checks} checks, "
+                         f"{sum(map(len, found.values()))} failures, {backend.workers()} "
+                         f"workers ({backend.name})")
+                if cases is not None:
+                    bar(summary.cases, cases)
+                else:  # the seconds spent: tqdm's remaining time is then the budget's
+                    bar(min(round(time.monotonic() - start), round(seconds or 0)),
+                        round(seconds or 0))
+    except KeyboardInterrupt:
+        summary.interrupted = True
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        for w in workers[:started]:
-            w.join(timeout=5)
-            if w.is_alive():
-                w.kill()
         bar.close()
+        summary.failures = [path for k in sorted(found) for path in found[k]]
         summary.seconds = time.monotonic() - start
     return summary
 

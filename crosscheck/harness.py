@@ -28,6 +28,7 @@ import itertools
 import operator
 import random
 import traceback
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,7 +45,7 @@ from rfcircuits.progress import Progress
 from rfcircuits.robustness import flips
 from rfcircuits.terms import term_json, variables
 from rfcircuits.crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
-from rfcircuits.crosscheck.parallel import can_fork, completed, pool
+from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
 from rfcircuits.crosscheck.strategies import margin
 
 ORACLES = ("brute", "bdd", "sat")
@@ -198,6 +199,7 @@ class Crosscheck:
         #: ``also``: the same networks serve every policy).
         self.also_ties = tuple(also_ties)
         self.oracles = list(oracles)
+        self.seed = seed
         self.rng = random.Random(seed)
         self.report = Report()
         self.max_nodes = max_nodes
@@ -366,11 +368,13 @@ class Crosscheck:
 
     def explanations(self, instances: Sequence[Instance], what: Sequence[str] = ALL_WHAT,
                      progress: Callable[[int, int], None] | None = None, jobs: int = 1,
-                     start: int = 0, on_unit: OnUnit | None = None) -> None:
+                     start: int = 0, on_unit: OnUnit | None = None,
+                     dask: str | None = None) -> None:
         """Every instance's explanation against the oracles, from instance ``start`` on;
         ``on_unit(i, outcomes, disagreements)`` receives each instance's checks, in instance
         order. ``jobs > 1`` forks that many workers, which share the circuits and oracles built
-        here (where fork is available)."""
+        here (where fork is available); on the Dask cluster at ``dask`` each worker builds
+        them once, at its first instance."""
         explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes,
                               compiled=self.compiled_3b)
         # On small forests every combination of SR, robustness and NR methods faces the
@@ -385,7 +389,7 @@ class Crosscheck:
                    for i, x in enumerate(instances)]
         todo = range(start, len(instances))
         self._stage("instances", len(instances))
-        if jobs <= 1 or len(todo) <= 1 or not can_fork():
+        if dask is None and (jobs <= 1 or len(todo) <= 1 or not can_fork()):
             report = self.report
             for i in todo:
                 seen = len(report.outcomes), len(report.disagreements)
@@ -396,18 +400,25 @@ class Crosscheck:
                 if progress:
                     progress(i + 1, len(instances))
             return
-        self._prepare(explainer, what)
         global _WORKER
-        _WORKER = (self, explainer, instances, methods, what)
+        if dask is None:
+            self._prepare(explainer, what)
+            _WORKER = (self, explainer, instances, methods, what)
+            task: Callable[..., tuple[list[Outcome], list[Disagreement]]] = _explain_in_worker
+            setup: tuple[Any, ...] = ()
+        else:
+            task = _explain_remote
+            setup = (uuid.uuid4().hex, self.forest, self.ties, self.oracles, self.seed,
+                     self.max_nodes, instances, methods, what)
         finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
         shown = start  # units are passed on in instance order: a prefix of a serial run's
+        # Far instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"):
+        # start them first so that short ones fill the end.
+        order = sorted(todo, key=lambda i: -margin(self.forest, instances[i]))
         try:
-            with pool(min(jobs, len(todo))) as workers:
-                # Far instances have by far the most SRs and NRs (docs/decisions.md,
-                # "Oracles"): start them first so that short ones fill the end.
-                for k, result in completed(workers, _explain_in_worker, todo,
-                                           cost=lambda i: margin(self.forest, instances[i])):
-                    finished[todo[k]] = result
+            with open_backend(min(jobs, len(todo)), dask) as backend:
+                for i, result in run_tasks(backend, task, ((i, setup + (i,)) for i in order)):
+                    finished[i] = result
                     while on_unit and shown in finished:
                         on_unit(shown, *finished[shown])
                         shown += 1
@@ -622,17 +633,42 @@ def _explain_in_worker(i: int) -> tuple[list[Outcome], list[Disagreement]]:
     return run.report.outcomes, run.report.disagreements
 
 
+#: The run a cluster's worker rebuilt for the campaign of a token: (token, run, explainer).
+_REMOTE: tuple[str, Crosscheck, Explainer] | None = None
+
+
+def _explain_remote(token: str, forest: Forest, ties: str, oracles: Sequence[str], seed: int,
+                    max_nodes: int | None, instances: Sequence[Instance],
+                    methods: list[tuple[str, str, str]], what: Sequence[str], i: int
+                    ) -> tuple[list[Outcome], list[Disagreement]]:
+    """Instance ``i``'s checks on a cluster's worker. The run (circuits and oracles) is
+    built at the worker's first instance of the campaign ``token`` and kept for the next."""
+    global _REMOTE
+    if _REMOTE is None or _REMOTE[0] != token:
+        if _REMOTE is not None:
+            _REMOTE[1].close()
+            _REMOTE = None
+        run = Crosscheck(forest, ties, oracles, seed, max_nodes)
+        explainer = Explainer(forest, ties, max_nodes=max_nodes)
+        run._prepare(explainer, what)
+        _REMOTE = (token, run, explainer)
+    _, run, explainer = _REMOTE
+    run.report = Report()
+    run._explain(explainer, instances[i], what, *methods[i])
+    return run.report.outcomes, run.report.disagreements
+
+
 def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first",
                oracles: Sequence[str] = ORACLES, what: Sequence[str] = ALL_WHAT,
                formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
                progress: Callable[[int, int], None] | None = None, jobs: int = 1,
                start: int = 0, on_unit: OnUnit | None = None,
-               also_ties: Sequence[str] = ()) -> Report:
+               also_ties: Sequence[str] = (), dask: str | None = None) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
     ``progress(done, total)`` is called per instance (a :class:`Progress` also shows each
-    stage and the compiles); ``jobs`` worker processes share the
-    instances. Ctrl-C returns the report so far, marked ``interrupted`` (the checks of
+    stage and the compiles); ``jobs`` worker processes, or the workers of the Dask cluster
+    at ``dask``, share the instances. Ctrl-C returns the report so far, marked ``interrupted`` (the checks of
     finished instances are kept).
 
     A resumed run starts at instance ``start``; ``on_unit(unit, outcomes, disagreements)``
@@ -646,7 +682,7 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
             run.class_formulas()
             if on_unit:
                 on_unit("formulas", run.report.outcomes, run.report.disagreements)
-        run.explanations(instances, what, progress, jobs, start, on_unit)
+        run.explanations(instances, what, progress, jobs, start, on_unit, dask)
     except KeyboardInterrupt:
         run.report.interrupted = True
     finally:

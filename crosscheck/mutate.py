@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 import ast
-import concurrent.futures
 import contextlib
 import difflib
+import io
 import json
 import os
 import random
@@ -33,12 +33,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import rfcircuits
 from rfcircuits.errors import InputError
+from rfcircuits.crosscheck.parallel import open_backend, run_tasks
 
 #: Where the packages' sources are, by the path prefix that names their modules (the
 #: library's folder and the oracles' folder differ in the repository; an editable install
@@ -241,45 +243,63 @@ def _copy_packages(source: Path | None, target: Path) -> None:
                     ignore=ignore)
 
 
-def judge(mutant: Mutant, budget: float, workdir: str, source: Path | None = None) -> Verdict:
-    """Apply a mutant to a copy of the packages (of the tree ``source``) and run the examples
-    and a fuzz run on it."""
-    original, mutated = _mutated_source(mutant, source)
+def snapshot_archive(source: Path) -> bytes:
+    """The packages copied into ``source`` (:func:`_copy_packages`), as a zip archive: what
+    each mutant's task unpacks wherever it runs, a cluster's worker included."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(source).as_posix())
+    return buffer.getvalue()
+
+
+def judge(mutant: Mutant, budget: float, snapshot: bytes) -> Verdict:
+    """Apply a mutant to a copy of the packages unpacked from ``snapshot``
+    (:func:`snapshot_archive`) in a temporary directory, and run the examples and a fuzz run
+    on it."""
+    copy = Path(tempfile.mkdtemp(prefix="rfcircuits-mutant-"))
+    try:
+        with zipfile.ZipFile(io.BytesIO(snapshot)) as archive:
+            archive.extractall(copy)
+        return _judge_copy(mutant, budget, copy)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def _judge_copy(mutant: Mutant, budget: float, copy: Path) -> Verdict:
+    """:func:`judge` in the unpacked ``copy``."""
+    original, mutated = _mutated_source(mutant, copy)
     diff = "".join(difflib.unified_diff(original.splitlines(True), mutated.splitlines(True),
                                         mutant.module, mutant.module + " (mutant)", n=1))
     verdict = Verdict(mutant.ident, mutant.module, mutant.operator, "survived", diff=diff)
     if original == mutated:
         verdict.status, verdict.reason = "equivalent", "the source does not change"
         return verdict
-    copy = Path(tempfile.mkdtemp(prefix="mutant-", dir=workdir))
-    try:
-        _copy_packages(source, copy)
-        (copy / mutant.module).write_text(mutated, encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": str(copy), "RFCIRCUITS_PURE_PYTHON": "1",
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        start = time.monotonic()
-        steps = [([sys.executable, "-c", _JUDGE], budget),
-                 ([sys.executable, "-m", "rfcircuits", "fuzz", "--seconds", str(budget),
-                   "--seed", str(FUZZ_SEED), "--out", str(copy / "failures"), "--json",
-                   "--no-progress"], 3 * budget + 30)]
-        for command, timeout in steps:
-            try:
-                run = _run_group(command, copy, env, timeout)
-            except subprocess.TimeoutExpired:
-                verdict.status, verdict.reason = "killed", "timeout"
-                break
-            if run.returncode != 0:
-                verdict.status = "killed"
-                tail = (run.stdout + run.stderr).strip().splitlines()
-                verdict.reason = tail[-1][:200] if tail else f"exit {run.returncode}"
-                break
-        verdict.seconds = time.monotonic() - start
-        for path in sorted((copy / "failures").glob("*.json")):
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            verdict.shrunk.append({"trees": len(doc["forest"]["trees"]),
-                                   "features": len(doc["forest"]["features"])})
-    finally:
-        shutil.rmtree(copy, ignore_errors=True)
+    (copy / mutant.module).write_text(mutated, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(copy), "RFCIRCUITS_PURE_PYTHON": "1",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.monotonic()
+    steps = [([sys.executable, "-c", _JUDGE], budget),
+             ([sys.executable, "-m", "rfcircuits", "fuzz", "--seconds", str(budget),
+               "--seed", str(FUZZ_SEED), "--out", str(copy / "failures"), "--json",
+               "--no-progress"], 3 * budget + 30)]
+    for command, timeout in steps:
+        try:
+            run = _run_group(command, copy, env, timeout)
+        except subprocess.TimeoutExpired:
+            verdict.status, verdict.reason = "killed", "timeout"
+            break
+        if run.returncode != 0:
+            verdict.status = "killed"
+            tail = (run.stdout + run.stderr).strip().splitlines()
+            verdict.reason = tail[-1][:200] if tail else f"exit {run.returncode}"
+            break
+    verdict.seconds = time.monotonic() - start
+    for path in sorted((copy / "failures").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        verdict.shrunk.append({"trees": len(doc["forest"]["trees"]),
+                               "features": len(doc["forest"]["features"])})
     return verdict
 
 
@@ -302,33 +322,35 @@ def _run_group(command: list[str], cwd: Path, env: dict[str, str],
 
 
 def campaign(modules: list[str], sample: int | None, budget: float, jobs: int,
-             seed: int) -> list[Verdict]:
-    """Judge a seeded sample of the modules' mutants (all of them without ``sample``).
+             seed: int, dask: str | None = None) -> list[Verdict]:
+    """Judge a seeded sample of the modules' mutants (all of them without ``sample``) on
+    ``jobs`` local processes or the Dask cluster at ``dask``.
 
     The packages are copied once at the start and every mutant is made from that snapshot,
     so edits to the working tree during a long campaign change neither the sample nor the
     code a mutant is applied to."""
     known = equivalent_mutants()
-    verdicts: list[Verdict] = []
     workdir = tempfile.mkdtemp(prefix="rfcircuits-mutate-")
     try:
         snapshot = Path(workdir) / "snapshot"
         _copy_packages(None, snapshot)
         pool = [m for module in modules for m in mutants(module, snapshot)]
-        rng = random.Random(seed)
-        chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as executor:
-            futures = {executor.submit(judge, m, budget, workdir, snapshot): m for m in chosen}
-            for done, future in enumerate(concurrent.futures.as_completed(futures), start=1):
-                verdict = future.result()
-                if verdict.status == "survived" and verdict.mutant in known:
-                    verdict.status, verdict.reason = "equivalent", known[verdict.mutant]
-                verdicts.append(verdict)
-                killed = sum(v.status == "killed" for v in verdicts)
-                print(f"[mutate] {done}/{len(chosen)} judged, {killed} killed "
-                      f"({verdict.status}: {verdict.mutant})", file=sys.stderr, flush=True)
+        archive = snapshot_archive(snapshot)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    rng = random.Random(seed)
+    chosen = pool if sample is None or sample >= len(pool) else rng.sample(pool, sample)
+    verdicts: list[Verdict] = []
+    with open_backend(jobs, dask) as backend:
+        tasks = ((k, (m, budget, archive)) for k, m in enumerate(chosen))
+        for done, (_, verdict) in enumerate(run_tasks(backend, judge, tasks), start=1):
+            if verdict.status == "survived" and verdict.mutant in known:
+                verdict.status, verdict.reason = "equivalent", known[verdict.mutant]
+            verdicts.append(verdict)
+            killed = sum(v.status == "killed" for v in verdicts)
+            print(f"[mutate] {done}/{len(chosen)} judged, {killed} killed "
+                  f"({verdict.status}: {verdict.mutant}; {backend.workers()} workers)",
+                  file=sys.stderr, flush=True)
     return sorted(verdicts, key=lambda v: v.mutant)
 
 
@@ -376,6 +398,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     for m in modules:
         if not locate(m).is_file():
             raise InputError(f"--modules: no module {m} (paths under rfcircuits/)")
-    data = summary(campaign(modules, args.sample, args.budget, args.jobs, args.seed))
+    data = summary(campaign(modules, args.sample, args.budget, args.jobs, args.seed,
+                           args.dask))
     print(json.dumps(data, ensure_ascii=False) if args.json else report_text(data))
     return 0

@@ -420,7 +420,7 @@ def test_mutate_summary(monkeypatch, capsys):
 
     statuses = iter(["killed", "survived", "equivalent"])
 
-    def judge(m, budget, workdir, source):  # type: ignore[no-untyped-def]
+    def judge(m, budget, snapshot):  # type: ignore[no-untyped-def]
         status = next(statuses)
         shrunk = [{"trees": 2, "features": 3}] if status == "survived" else []
         # a planted id: never one of the equivalent mutants' listed ids

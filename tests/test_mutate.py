@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import zipfile
 
-from rfcircuits.crosscheck.mutate import PACKAGE_DIRS, _mutated_source, judge, mutants, summary
+from rfcircuits.crosscheck.mutate import (PACKAGE_DIRS, _copy_packages, _mutated_source, judge,
+                                          mutants, snapshot_archive, summary)
 
 
 def tree_digest() -> str:
@@ -29,7 +32,8 @@ def test_a_breaking_mutant_is_killed_and_the_tree_is_untouched(tmp_path):
     # minimal(): "u & v == u" (u is a subset of v) turned into "!=" breaks every prime set.
     target = next(m for m in mutants("rfcircuits/primes.py")
                   if m.operator == "cmp" and m.change == "== → !=")
-    verdict = judge(target, budget=5, workdir=str(tmp_path))
+    _copy_packages(None, tmp_path / "snapshot")
+    verdict = judge(target, 5, snapshot_archive(tmp_path / "snapshot"))
     assert verdict.status == "killed", verdict
     assert verdict.diff.startswith("---")
     assert tree_digest() == before
@@ -61,15 +65,16 @@ def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
 
     seen = []
 
-    def fake_judge(m, budget, workdir, source):
-        seen.append((source, (source / m.module).read_text(encoding="utf-8")))
+    def fake_judge(m, budget, snapshot):
+        with zipfile.ZipFile(io.BytesIO(snapshot)) as archive:
+            seen.append(archive.read(m.module).decode("utf-8"))
         return mutate.Verdict(m.ident, m.module, m.operator, "killed")
 
     monkeypatch.setattr(mutate, "judge", fake_judge)
     verdicts = mutate.campaign(["rfcircuits/robustness.py"], 3, 1.0, 1, 0)
     assert len(verdicts) == len(seen) == 3
     text = mutate.locate("rfcircuits/robustness.py").read_text(encoding="utf-8")
-    assert all(source is not None and copy == text for source, copy in seen)
+    assert all(copy == text for copy in seen)
 
 
 def test_every_listed_equivalent_mutant_exists():

@@ -42,6 +42,24 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def add_backend(p: argparse.ArgumentParser) -> None:
+    """``--jobs J`` (local worker processes) or ``--dask ADDRESS`` (a Dask cluster)."""
+    p.add_argument("--jobs", type=positive_int, default=1,
+                   help="worker processes on this machine (default 1)")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run on the Dask cluster whose scheduler is at ADDRESS "
+                        "(tcp://host:8786), or on a local cluster of N worker processes "
+                        "started for the run (local:N); needs pip install 'rfcircuits[dask]'")
+
+
+def backend(args: argparse.Namespace) -> str | None:
+    """The ``--dask`` address, refused beside ``--jobs``."""
+    if args.dask is not None and args.jobs != 1:
+        raise InputError("--jobs and --dask: choose one (with --dask the cluster's workers "
+                         "run the tasks)")
+    return args.dask
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="rfcircuits",
@@ -66,8 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--what", default="all", help="all, or a comma list of "
                                                  "sr,nr,gsr,gnr,ce,robust,flips")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
-    p.add_argument("--jobs", type=positive_int, default=1,
-                   help="worker processes sharing the instances (default 1)")
+    add_backend(p)
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
@@ -79,10 +96,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=cmd_crosscheck)
 
     p = sub.add_parser("fuzz", help="random small forests through every oracle")
-    p.add_argument("--seconds", type=positive_seconds, default=60.0,
-                   help="how long to generate and check cases")
+    p.add_argument("--seconds", type=positive_seconds,
+                   help="how long to generate and check cases (default: 60 without --cases)")
+    p.add_argument("--cases", type=positive_int,
+                   help="stop after cases 0 to N-1 (the same seed and N give the same summary "
+                        "and failure files on any backend)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random cases")
-    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_backend(p)
     p.add_argument("--max-features", type=int, default=4, help="most features in a case")
     p.add_argument("--max-states", type=int, default=4,
                    help="most states of a feature (at least 2)")
@@ -110,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge a seeded sample of N mutants (absent: every mutant)")
     p.add_argument("--budget", type=positive_seconds, default=20.0,
                    help="fuzz seconds per mutant")
-    p.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_backend(p)
     p.add_argument("--seed", type=int, default=0, help="seed of --sample")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(handler=_mutate)
@@ -181,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "confirmed by every oracle that fits")
     q.add_argument("--out", default="fixtures", help="corpus directory (replaced at the end)")
     add_resume(q, "cases")
-    q.add_argument("--jobs", type=positive_int, default=1, help="worker processes")
+    add_backend(q)
     q.add_argument("--failures", default="corpus-failures",
                    help="where repro files go when an oracle disagrees")
     add_no_progress(q)
@@ -199,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _mutate(args: argparse.Namespace) -> int:
     from rfcircuits.crosscheck.mutate import cmd_mutate
 
+    backend(args)  # --jobs beside --dask is refused before the packages are copied
     return cmd_mutate(args)
 
 
@@ -246,6 +267,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
     budget = max_nodes(args)
+    dask = backend(args)
     if args.resume and not args.out:
         raise InputError("--resume needs --out FILE, where the interrupted run kept its checks")
     check_output(args.repro)  # now, not after the whole run
@@ -299,7 +321,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                         formulas="formulas" in todo, max_nodes=budget, progress=bar,
                         jobs=args.jobs, start=len(done) - ("formulas" in done),
                         on_unit=functools.partial(keep, ties) if out else None,
-                        also_ties=later)
+                        also_ties=later, dask=dask)
                 report.outcomes.extend(new.outcomes)
                 report.disagreements.extend(new.disagreements)
                 report.explained, report.interrupted = new.explained, new.interrupted
@@ -335,13 +357,15 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from rfcircuits.crosscheck.fuzz import fuzz, summary_json, summary_text
     from rfcircuits.crosscheck.strategies import Limits
 
+    seconds = args.seconds if args.seconds or args.cases else 60.0
     if args.adapter:  # another explainer: exit 1 also for its crashes
         from rfcircuits.crosscheck import peer_fuzz as pf
         from rfcircuits.crosscheck.adapters.base import load_adapter
 
-        if args.jobs != 1:
-            raise InputError("--jobs: fuzz --adapter runs in one process")
-        peer = pf.peer_fuzz(load_adapter(args.adapter), args.seconds, args.seed, args.out,
+        if args.jobs != 1 or args.dask or args.cases:
+            raise InputError("--jobs, --dask, --cases: fuzz --adapter runs in one process, "
+                             "for --seconds")
+        peer = pf.peer_fuzz(load_adapter(args.adapter), seconds, args.seed, args.out,
                             args.adapter_timeout, progress=not args.no_progress)
         print(pf.summary_json(peer) if args.json else pf.summary_text(peer))
         return exit_status() if peer.interrupted else pf.exit_code(peer)
@@ -350,8 +374,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
             raise InputError(f"--{name.replace('_', '-')} must be positive")
     limits = Limits(args.max_features, max(2, args.max_states), args.max_trees,
                     max(2, args.max_classes), args.max_depth)
-    summary = fuzz(args.seconds, args.seed, args.jobs, limits, args.out,
-                   _oracles(args.oracles), progress=not args.no_progress)
+    summary = fuzz(seconds, args.seed, args.jobs, limits, args.out, _oracles(args.oracles),
+                   progress=not args.no_progress, cases=args.cases, dask=backend(args))
     print(summary_json(summary) if args.json else summary_text(summary))
     if summary.interrupted:
         return exit_status()
@@ -394,7 +418,7 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
     if args.corpus_command == "build":
         summary = build(args.out, args.jobs, progress=not args.no_progress,
-                        failures_dir=args.failures, resume=args.resume)
+                        failures_dir=args.failures, resume=args.resume, dask=backend(args))
     else:
         oracles = _oracles(args.oracles) if args.oracles is not None else ()
         summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress)
