@@ -43,11 +43,18 @@ class Backend(abc.ABC):
     #: Tasks the driver keeps submitted per worker: enough to hide the time a result takes
     #: to come back, few enough that a time budget is not overrun by much.
     queued: int = 2
+    #: Short tasks (tens of milliseconds, as fuzz cases) sent together as one, so that what a
+    #: task costs the backend itself is shared among them.
+    batch: int = 1
 
     @abc.abstractmethod
     def workers(self) -> int:
         """Workers alive now (shown as progress; the driver keeps :attr:`queued` tasks per
         worker submitted)."""
+
+    def prepare(self, fn: Callable[..., Any]) -> None:
+        """Have the workers ready to run ``fn`` (on a cluster: its module imported by every
+        worker), so that a campaign's clock can start after that fixed cost."""
 
     @abc.abstractmethod
     def submit(self, key: int, fn: Callable[..., Any], *args: Any) -> None:

@@ -12,9 +12,12 @@ cancels this client's tasks only: the cluster stays up for the next run.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import queue
 import signal
+import sys
 import time
 import uuid
 from multiprocessing import resource_tracker
@@ -28,6 +31,16 @@ from rfcircuits.crosscheck._backend_abc import Backend, WorkerLost
 CONNECT_TIMEOUT = 10
 #: Seconds a count of workers is reused (each count asks the scheduler).
 WORKERS_TTL = 1.0
+#: Dask settings of the workers of ``local:N`` (docs/decisions.md, "Campaigns"): without
+#: Dask's ``MALLOC_TRIM_THRESHOLD_=65536``, which slowed fuzz cases by a quarter, without
+#: the statistical profiler, which samples the running task every 10 ms, and with the
+#: monitors of the event loop, the system and memory waking less often than every 20, 500
+#: and 100 ms: each wake takes the interpreter lock from the running task.
+WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                 "distributed.worker.profile.enabled": False,
+                 "distributed.admin.tick.interval": "1s",
+                 "distributed.admin.system-monitor.interval": "5s",
+                 "distributed.worker.memory.monitor-interval": "1s"}
 
 
 def dask_setup(worker: Any) -> None:
@@ -52,22 +65,25 @@ def _start_resource_tracker() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _version() -> str:
-    """rfcircuits' version, on a worker."""
+def _facts() -> tuple[str, str | None]:
+    """rfcircuits' version on a worker, and its ``MALLOC_TRIM_THRESHOLD_``."""
     from rfcircuits import __version__
 
-    return __version__
+    return __version__, os.environ.get("MALLOC_TRIM_THRESHOLD_")
 
 
 class DaskBackend(Backend):
     """Tasks on a Dask cluster: ``address`` is a scheduler's (``tcp://host:8786``) or
     ``local:N``."""
 
-    # A task's round trip through the scheduler takes milliseconds: keep more in flight.
-    queued = 8
+    # A task's round trip through the scheduler takes milliseconds: send short tasks eight at
+    # a time (docs/decisions.md, "Campaigns").
+    queued = 2
+    batch = 8
 
     def __init__(self, address: str) -> None:
         try:
+            import dask
             import distributed
         except ImportError:
             raise InputError("--dask needs Dask distributed: pip install "
@@ -92,9 +108,18 @@ class DaskBackend(Backend):
                 raise InputError(f"--dask {address}: expected local:N with N a positive "
                                  "number of workers")
             _start_resource_tracker()
-            self._cluster = distributed.LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                silence_logs=logging.CRITICAL, preload=[__name__])
+            environ = dict(os.environ)
+            try:
+                with dask.config.set(WORKER_CONFIG):
+                    self._cluster = distributed.LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True,
+                        dashboard_address=None, silence_logs=logging.CRITICAL,
+                        preload=[__name__])
+            finally:
+                # The nanny sets its workers' variables in this process before spawning
+                # them; the subprocesses a job starts (mutate's judges) must not get them.
+                os.environ.clear()
+                os.environ.update(environ)
             self.client = distributed.Client(self._cluster)
         else:
             try:
@@ -103,21 +128,28 @@ class DaskBackend(Backend):
                 raise InputError(f"--dask {address}: no scheduler answers there ({exc})") \
                     from None
         try:
-            self._check_versions()
+            self._check_workers()
         except BaseException:
             self.close()
             raise
 
-    def _check_versions(self) -> None:
+    def _check_workers(self) -> None:
+        """Every worker runs this client's rfcircuits; a warning for a worker whose memory
+        allocator Dask's default setting slows down."""
         from rfcircuits import __version__
 
-        versions = self.client.run(_version)
-        other = {w: v for w, v in versions.items() if v != __version__}
-        if other:
-            worker, version = next(iter(other.items()))
-            raise InputError(f"--dask: the worker {worker} runs rfcircuits {version}, this "
-                             f"client {__version__}: install the same version on every "
-                             "worker")
+        facts = self.client.run(_facts)
+        for worker, (version, trim) in facts.items():
+            if version != __version__:
+                raise InputError(f"--dask: the worker {worker} runs rfcircuits {version}, this "
+                                 f"client {__version__}: install the same version on every "
+                                 "worker")
+        slowed = [w for w, (_, trim) in facts.items() if trim is not None]
+        if slowed:
+            print(f"warning: {len(slowed)} of {len(facts)} Dask workers run with "
+                  f"MALLOC_TRIM_THRESHOLD_={facts[slowed[0]][1]} (Dask's default), which slows "
+                  "rfcircuits' tasks by about a quarter; README, \"Campaigns on a cluster\", "
+                  "shows the setting that turns it off", file=sys.stderr)
 
     def workers(self) -> int:
         when, count = self._counted
@@ -125,6 +157,9 @@ class DaskBackend(Backend):
             count = len(self.client.scheduler_info()["workers"])
             self._counted = (time.monotonic(), count)
         return count
+
+    def prepare(self, fn: Callable[..., Any]) -> None:
+        self.client.run(importlib.import_module, fn.__module__)
 
     def submit(self, key: int, fn: Callable[..., Any], *args: Any) -> None:
         self._serial += 1
@@ -143,7 +178,7 @@ class DaskBackend(Backend):
                 done.append(self._done.get_nowait())
         except queue.Empty:
             pass
-        results = []
+        finished = []
         for future in done:
             key = self._futures.get(future)
             if key is None:
@@ -153,14 +188,17 @@ class DaskBackend(Backend):
                 # it again, and the callback comes again.
                 future.add_done_callback(self._done.put)
                 continue
-            try:
-                if future.status != "finished" and future.status != "error":
-                    raise WorkerLost(f"task {key} ended {future.status} on the cluster")
-                result = future.result()
-            except self._distributed.KilledWorker as exc:
-                raise WorkerLost(f"task {key} lost its worker too many times ({exc})") from exc
-            del self._futures[future]
-            results.append((key, result))
+            if future.status not in ("finished", "error"):
+                raise WorkerLost(f"task {key} ended {future.status} on the cluster")
+            finished.append(future)
+        try:
+            # One round trip for all the results (or the first error, raised here).
+            values = self.client.gather(finished)
+        except self._distributed.KilledWorker as exc:
+            raise WorkerLost(f"a task lost its worker too many times ({exc})") from exc
+        results = []
+        for future, value in zip(finished, values):
+            results.append((self._futures.pop(future), value))
             future.release()
         return results
 

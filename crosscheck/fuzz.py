@@ -130,9 +130,11 @@ def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: s
     bar = Progress("fuzz cases" if cases is not None else "fuzz seconds", enabled=progress)
     try:
         with open_backend(jobs, dask) as backend:
+            backend.prepare(run_case)
             start = time.monotonic()  # the budget and the rate leave out a cluster's start
             for k, (checks, failures) in run_tasks(
-                    backend, run_case, ((k, (seed, k, limits, oracles)) for k in keys), more):
+                    backend, run_case, ((k, (seed, k, limits, oracles)) for k in keys), more,
+                    short=True):
                 summary.cases += 1
                 summary.checks += checks
                 for name, doc in failures:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
+import itertools
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -246,22 +247,29 @@ def open_backend(jobs: int = 1, dask: str | None = None) -> Backend:
 
 def run_tasks(backend: Backend, fn: Callable[..., Any],
               tasks: Iterable[tuple[int, tuple[Any, ...]]],
-              more: Callable[[], bool] | None = None) -> Iterator[tuple[int, Any]]:
+              more: Callable[[], bool] | None = None,
+              short: bool = False) -> Iterator[tuple[int, Any]]:
     """``(key, fn(*args))`` for each ``(key, args)`` of ``tasks``, as they finish. Tasks are
     drawn lazily, the backend's ``queued`` per worker kept submitted, while ``more()`` holds (a
-    time budget: the tasks already submitted still finish). Leaving early — an error,
-    Ctrl-C, the caller closing the generator — cancels the tasks not finished."""
-    source = iter(tasks)
+    time budget: the tasks already submitted still finish); ``short`` tasks go the backend's
+    ``batch`` at a time. Leaving early — an error, Ctrl-C, the caller closing the generator —
+    cancels the tasks not finished."""
+    source: Iterator[tuple[int, tuple[Any, ...]]] | None = iter(tasks)
+    size = backend.batch if short else 1
     pending = 0
     try:
         while True:
             room = backend.queued * max(1, backend.workers()) - pending
             while room > 0 and source is not None and (more is None or more()):
-                task = next(source, None)
-                if task is None:
+                chunk = list(itertools.islice(source, size))
+                if len(chunk) < size:
                     source = None
+                if not chunk:
                     break
-                backend.submit(task[0], fn, *task[1])
+                if size == 1:
+                    backend.submit(chunk[0][0], fn, *chunk[0][1])
+                else:
+                    backend.submit(chunk[0][0], _run_chunk, fn, chunk)
                 pending += 1
                 room -= 1
             if more is not None and not more():
@@ -270,10 +278,19 @@ def run_tasks(backend: Backend, fn: Callable[..., Any],
                 return
             for key, result in backend.wait(1.0):
                 pending -= 1
-                yield key, result
+                if size == 1:
+                    yield key, result
+                else:
+                    yield from result
     finally:
         if pending:
             backend.cancel()
+
+
+def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, tuple[Any, ...]]]
+               ) -> list[tuple[int, Any]]:
+    """Short tasks run as one (:attr:`Backend.batch`)."""
+    return [(key, fn(*args)) for key, args in chunk]
 
 
 def run_ordered(backend: Backend, fn: Callable[[T], R], items: Sequence[T],

@@ -135,26 +135,56 @@ def test_a_worker_killed_mid_campaign_loses_no_case(backend, planted, reference,
 @needs_dask
 def test_ctrl_c_cancels_the_run_and_leaves_the_cluster_usable(tmp_path):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
-        address = ["--dask", cluster.scheduler_address]
-        first = start_fuzz(tmp_path, tmp_path / "first", address, cases=100000)
-        deadline = time.monotonic() + 60
-        while not list((tmp_path / "first").glob("*")) and time.monotonic() < deadline:
-            time.sleep(0.1)  # the run is under way once its output directory exists
-        time.sleep(2)
-        first.send_signal(signal.SIGINT)
-        stdout, stderr = first.communicate(timeout=60)
-        assert first.returncode == 130, stderr
-        summary = json.loads(stdout)
-        assert summary["interrupted"] and 0 < summary["cases"] < 100000
-        assert "Traceback" not in stderr
-        second = start_fuzz(tmp_path, tmp_path / "second", address, cases=20)
-        stdout, stderr = second.communicate(timeout=120)
-        assert second.returncode == 0, stderr
-        assert json.loads(stdout)["cases"] == 20
-        with distributed.Client(cluster) as client:
-            assert len(client.scheduler_info()["workers"]) == 1
+    import dask
+
+    from rfcircuits.crosscheck.dask_backend import WORKER_CONFIG
+
+    environ = dict(os.environ)  # Dask's nanny sets its workers' variables in this process
+    try:
+        with dask.config.set(WORKER_CONFIG), distributed.LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True,
+                dashboard_address=None) as cluster:
+            interrupted_then_reused(distributed, cluster, tmp_path)
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def interrupted_then_reused(distributed, cluster, tmp_path: Path) -> None:
+    """A run on the cluster interrupted by Ctrl-C, then another on the same cluster."""
+    address = ["--dask", cluster.scheduler_address]
+    first = start_fuzz(tmp_path, tmp_path / "first", address, cases=100000)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "first").glob("*")) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the run is under way once its output directory exists
+    time.sleep(2)
+    first.send_signal(signal.SIGINT)
+    stdout, stderr = first.communicate(timeout=60)
+    assert first.returncode == 130, stderr
+    summary = json.loads(stdout)
+    assert summary["interrupted"] and 0 < summary["cases"] < 100000
+    assert "Traceback" not in stderr
+    second = start_fuzz(tmp_path, tmp_path / "second", address, cases=20)
+    stdout, stderr = second.communicate(timeout=120)
+    assert second.returncode == 0, stderr
+    assert json.loads(stdout)["cases"] == 20
+    with distributed.Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 1
+
+
+@needs_dask
+def test_crosscheck_on_dask_reports_what_a_serial_run_does():
+    # Each worker builds the run (circuits, oracles) at its first instance.
+    from rfcircuits.crosscheck.fuzz import make_case
+    from rfcircuits.crosscheck.harness import crosscheck
+    from rfcircuits.crosscheck.strategies import Limits
+
+    forest, instances = make_case(5, 3, Limits())
+    serial = crosscheck(forest, instances * 2, formulas=False)
+    remote = crosscheck(forest, instances * 2, formulas=False, dask="local:2")
+    assert remote.explained == serial.explained == 6 and serial.checks() > 0
+    assert [(o.check, o.engine, o.status) for o in remote.outcomes] == \
+        [(o.check, o.engine, o.status) for o in serial.outcomes]
 
 
 def _square(x: int) -> int:
@@ -184,9 +214,11 @@ def _interrupt_on_one(i: int) -> int:
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_run_tasks_reports_every_task_once(jobs):
+@pytest.mark.parametrize("batch", [1, 3])
+def test_run_tasks_reports_every_task_once(jobs, batch):
     with LocalBackend(jobs) as backend:
-        out = list(run_tasks(backend, _square, ((k, (k,)) for k in range(50))))
+        backend.batch = batch  # short tasks go together, as on Dask
+        out = list(run_tasks(backend, _square, ((k, (k,)) for k in range(50)), short=True))
     assert sorted(out) == [(k, k * k) for k in range(50)]
 
 

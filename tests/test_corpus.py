@@ -9,6 +9,7 @@ deterministic and refuse to write a case an oracle disagrees with.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -144,6 +145,16 @@ def test_build_is_deterministic_and_checks_clean(mini, tmp_path, capsys):
     assert tree_bytes(a) == tree_bytes(b)
     assert main(["corpus", "check", "--dir", str(a), "--no-progress", "--oracles"]) == 0
     assert "0 mismatches" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="Dask distributed is not installed (pip install 'rfcircuits[dask]')")
+def test_a_build_on_dask_is_the_same_corpus(mini, tmp_path):
+    # The cases are built on the cluster's workers from the specs the client chose.
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["corpus", "build", "--out", str(a), "--no-progress"]) == 0
+    assert main(["corpus", "build", "--out", str(b), "--no-progress", "--dask", "local:2"]) == 0
+    assert tree_bytes(a) == tree_bytes(b)
 
 
 def test_build_writes_nothing_when_an_oracle_disagrees(mini, monkeypatch, tmp_path, capsys):

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
@@ -64,10 +64,12 @@ def add_no_progress(p: argparse.ArgumentParser) -> None:
                    help="print no progress on stderr (only errors and warnings)")
 
 
-def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> None:
+def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = None,
+                 without_data: Sequence[str] = ()) -> None:
     """Register train, import, compile, explain, demo and bench; ``bench_extra`` adds
-    benchmarks (``rfcircuits bench NAME``) that need the oracles (:mod:`rfcircuits.cli.main`
-    adds the oracle comparisons)."""
+    benchmarks (``rfcircuits bench NAME``: its handler and what it measures) that need the
+    oracles (:mod:`rfcircuits.cli.main` adds the oracle comparisons and the campaign
+    backends); those in ``without_data`` need no ``--data-dir``."""
     p = sub.add_parser("train", help="train a scikit-learn random forest on a CSV file")
     p.add_argument("--data", required=True, help="CSV file with a header row")
     p.add_argument("--target", help="label column (default: the last column)")
@@ -135,12 +137,13 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     p.set_defaults(handler=cmd_demo)
 
     p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
-    p.add_argument("what", choices=("compile", "explain", *(bench_extra or {})),
+    extra = bench_extra or {}
+    p.add_argument("what", choices=("compile", "explain", *extra),
                    help="the table: compile (Tables 1, 2 and 4, by --form), explain (Tables 3 "
-                        "and 4's counterfactuals)" + (", or " + ", ".join(bench_extra) +
-                                                    " (oracles against the native engine)"
-                                                    if bench_extra else ""))
-    p.add_argument("--data-dir", required=True, help="directory with the datasets' CSV files")
+                        "and 4's counterfactuals)" + "".join(
+                            f", {name} ({text})" for name, (_, text) in extra.items()))
+    p.add_argument("--data-dir", help="directory with the datasets' CSV files (every table "
+                                      "but campaigns)")
     p.add_argument("--datasets", help="comma list (default: all of the table)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
                    help="compile: nnf for Table 1, dg-conj for Table 2, dg for Table 4")
@@ -158,7 +161,8 @@ def add_commands(sub: Any, bench_extra: dict[str, Handler] | None = None) -> Non
     add_counter(p)
     add_max_nodes(p)
     add_no_progress(p)
-    p.set_defaults(handler=cmd_bench, bench_extra=bench_extra or {})
+    p.set_defaults(handler=cmd_bench, bench_extra={k: h for k, (h, _) in extra.items()},
+                   bench_without_data=frozenset(without_data))
 
 
 def add_ties(p: argparse.ArgumentParser) -> None:
@@ -424,6 +428,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     """A dataset whose graphs exceed the node budget (``args.node_budget``) gets an empty row
     and the run goes on with the next."""
+    if args.data_dir is None and args.what not in args.bench_without_data:
+        raise InputError(f"bench {args.what}: --data-dir DIR is required (the datasets' CSV "
+                         "files)")
     args.node_budget = max_nodes(args)
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)

@@ -67,7 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version,
                         help="show the version and the decision-graph store in use, and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
-    add_commands(sub, bench_extra={"oracles": _bench_oracles})
+    add_commands(sub, bench_extra={
+        "oracles": (_bench_oracles, "the oracles against the native engine"),
+        "campaigns": (_bench_campaigns, "fuzz and mutate on each campaign backend; no "
+                                        "--data-dir")}, without_data=("campaigns",))
+    from rfcircuits.cli.campaigns import add_options
+
+    add_options(sub.choices["bench"])
 
     p = sub.add_parser("crosscheck", help="compare the native engine with independent oracles")
     p.add_argument("--forest", help="forest file (rfcircuits.forest/1); with --instances, "
@@ -230,6 +236,12 @@ def _bench_oracles(args: argparse.Namespace) -> int:
     from rfcircuits.cli.speed import bench_oracles
 
     return bench_oracles(args)
+
+
+def _bench_campaigns(args: argparse.Namespace) -> int:
+    from rfcircuits.cli.campaigns import bench_campaigns
+
+    return bench_campaigns(args)
 
 
 def _oracles(text: str) -> tuple[str, ...]:
