@@ -451,7 +451,8 @@ def test_bench_rows(tmp_path, capsys):
             (["compile", "--form", "dg", "--datasets", "wine-recog"], "table4"),
             (["explain", "--datasets", "iris,wine-recog", "--expand", "1"], "explain"),
             (["oracles", "--datasets", "iris"], "oracles"),
-            (["explain", "--datasets", "iris", "--max-nodes", "3"], "stopped")]
+            (["explain", "--datasets", "iris", "--max-nodes", "3"], "stopped"),
+            (["campaigns", "--cases", "3", "--mutants", "0"], "campaigns")]
     tables = [ref["$ref"].rsplit("/", 1)[1] for ref in schema("bench")["oneOf"]]
     for argv, table in runs:
         assert main(["bench", *argv, *common]) == 0
@@ -460,10 +461,15 @@ def test_bench_rows(tmp_path, capsys):
         for row in rows:
             assert_valid("bench", row, f"bench {' '.join(argv)}")
             # the row is of the table it should be (the inlined schema keeps the order)
-            shape = checker("bench").schema["oneOf"][tables.index(table)]
+            shape = checker("bench").schema["oneOf"][tables.index(
+                "campaignsStopped" if table == "campaigns" and "stopped" in row else table)]
             assert Draft202012Validator(shape).is_valid(row), (table, row)
         if table == "explain":
             assert ["c_ce" in row for row in rows] == [False, True]
+        if table == "campaigns":  # the same cases on every backend that could run
+            assert [(r["backend"], r["workers"]) for r in rows] == \
+                [("local", 1), ("local", 2), ("dask", 1), ("dask", 2)]
+            assert all(r.get("same", "yes") == "yes" for r in rows)
 
 
 # ---------------------------------------------------------------------------------------------
