@@ -155,9 +155,9 @@ def interrupted_then_reused(distributed, cluster, tmp_path: Path) -> None:
     address = ["--dask", cluster.scheduler_address]
     first = start_fuzz(tmp_path, tmp_path / "first", address, cases=100000)
     deadline = time.monotonic() + 60
-    while not list((tmp_path / "first").glob("*")) and time.monotonic() < deadline:
-        time.sleep(0.1)  # the run is under way once its output directory exists
-    time.sleep(2)
+    while not (tmp_path / "first").is_dir() and time.monotonic() < deadline:
+        time.sleep(0.1)  # its output directory is made before the cluster starts
+    time.sleep(3)  # the cluster is up and cases are running
     first.send_signal(signal.SIGINT)
     stdout, stderr = first.communicate(timeout=60)
     assert first.returncode == 130, stderr
