@@ -139,7 +139,7 @@ class DaskBackend(Backend):
         from rfcircuits import __version__
 
         facts = self.client.run(_facts)
-        for worker, (version, trim) in facts.items():
+        for worker, (version, _) in facts.items():
             if version != __version__:
                 raise InputError(f"--dask: the worker {worker} runs rfcircuits {version}, this "
                                  f"client {__version__}: install the same version on every "

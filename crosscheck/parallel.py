@@ -100,7 +100,8 @@ class LocalBackend(Backend):
 
     def _start(self) -> None:
         ours, theirs = self._ctx.Pipe()
-        # Forked with the signals blocked (see pool); the worker sets its own handlers.
+        # Forked with the signals blocked: a handler run inside fork's hooks (logging
+        # registers some) would be swallowed there; the worker sets its own handlers.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
             process = self._ctx.Process(
@@ -294,13 +295,10 @@ def _run_chunk(fn: Callable[..., Any], chunk: list[tuple[int, tuple[Any, ...]]]
 
 
 def run_ordered(backend: Backend, fn: Callable[[T], R], items: Sequence[T],
-                progress: Callable[[int, int], None] | None = None,
-                cost: Callable[[T], float] | None = None) -> list[R]:
-    """``[fn(item) for item in items]`` on the backend (costly items submitted first)."""
-    order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else \
-        range(len(items))
+                progress: Callable[[int, int], None] | None = None) -> list[R]:
+    """``[fn(item) for item in items]`` on the backend."""
     out: dict[int, R] = {}
-    for i, result in run_tasks(backend, fn, ((i, (items[i],)) for i in order)):
+    for i, result in run_tasks(backend, fn, ((i, (item,)) for i, item in enumerate(items))):
         out[i] = result
         if progress:
             progress(len(out), len(items))
