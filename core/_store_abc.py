@@ -114,6 +114,10 @@ class Store(Protocol):
         """Replace the node budget given at construction (None: none) and the message of the
         budget error; the nodes held stay. O(1)."""
 
+    def set_deadline(self, deadline: float | None, message: str, /) -> None:
+        """Replace the deadline given at construction (a ``time.monotonic()`` value; None:
+        none) and the message of the time error; the nodes held stay. O(1)."""
+
     def clear(self, /) -> None:
         """Drop Apply's computed tables (nodes and negations stay). O(table size)."""
 

@@ -153,6 +153,14 @@ class DG:
         self.max_nodes = max_nodes
         self.store.set_budget(max_nodes, _budget_message(max_nodes))
 
+    def set_timeout(self, timeout: float | None) -> None:
+        """Replace the time limit, counted from now (None: none): a compile tried under a
+        short limit whose graphs then serve without one."""
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self._timeout = timeout
+        self.store.set_deadline(self.deadline, "" if timeout is None
+                                else f"compilation exceeds --timeout {timeout:g} s")
+
     def check_budget(self) -> None:
         """Raise :class:`BudgetExceeded` once the timeout has passed."""
         if self.deadline is not None and time.monotonic() > self.deadline:

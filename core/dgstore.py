@@ -442,6 +442,11 @@ class PyStore:
         self._max_nodes = max_nodes
         self._messages = (message, self._messages[1])
 
+    def set_deadline(self, deadline: float | None, message: str, /) -> None:
+        """Replace the deadline and its message."""
+        self._deadline = deadline
+        self._messages = (self._messages[0], message)
+
     def node_bytes(self, /) -> int:
         """Bytes of the per-node lists, the segment tuples and the unique table."""
         size = sys.getsizeof

@@ -10,7 +10,17 @@ class InputError(ValueError):
 
 
 class BudgetExceeded(RuntimeError):
-    """A compilation stopped on a node budget or a time limit (``--max-nodes`` / ``--timeout``)."""
+    """A compilation stopped on a node budget or a time limit (``--max-nodes`` / ``--timeout``).
+
+    Its text speaks to the API; ``cli``, when given, says the same in the command line's
+    words (its flags), which :meth:`for_cli` returns."""
+
+    def __init__(self, message: str = "", *, cli: str = "") -> None:
+        super().__init__(message)
+        self.cli = cli
+
+    def for_cli(self) -> str:
+        return self.cli or str(self)
 
 
 def check_choice(name: str, value: str, choices: Sequence[str]) -> str:

@@ -1,89 +1,47 @@
-"""The explainer: every field of an explanation (docs/semantics.md) for an instance, from
-tractable class formulas.
+"""The explainer: formal explanations of a forest's decisions from whichever engine fits the
+forest.
 
-:class:`Explainer` compiles the forest's class formulas once, lazily, on first use: Alg. 3B
-(each ``R^c`` as a conjunction of ordered decision graphs) for the decision's complete and
-general reasons, and for contrastive explanations Alg. 3A (the conjunction folded into one
-graph with Apply, then negated). Its methods are stateless between calls: :meth:`Explainer.explain`
-takes an instance as a user holds it (values by feature name or in feature order, placed in
-their states by :mod:`rfcircuits.inputs`), :meth:`Explainer.explain_many` a table of them and
-:meth:`Explainer.explain_states` state indices; each explanation is an immutable
-:class:`rfcircuits.explanation.Explanation`:
+:class:`Explainer` is a facade over the two engines declared in
+:mod:`rfcircuits._engine_abc`: the decision graphs (:class:`rfcircuits.graphengine.GraphEngine`,
+every field, complete, where the graphs fit) and SAT on the NNF circuits
+(:class:`rfcircuits.satengine.SatEngine`, any forest, per-instance limits). It takes
+instances as a user holds them (values by feature name or in feature order, placed in their
+states by :mod:`rfcircuits.inputs`) and returns immutable
+:class:`rfcircuits.explanation.Explanation` records, each naming the engine that answered.
 
-- CR and GR by the closed forms (:mod:`rfcircuits.reasons`), as NNF in a per-call manager;
-- NRs: prime implicates of CR, read off the graph as its minimal deviation sets, without
-  building CR: by the search :meth:`rfcircuits.dgraph.DG.min_deviations` (``nr_method="search"``)
-  or, with few features, from the existential projections compiled with the class formulas
-  (:mod:`rfcircuits.projections`; ``"project"``; ``"auto"``, the default, projects a graph when
-  that is cheap enough, see ``PROJECTION_WORK``, else searches); SRs: prime implicants of CR,
-  as the minimal hitting sets of the NRs (``sr_method="dual"``, the default: on the forests
-  of ``bench explain`` it is the faster method) or by bottom-up expansion of CR
-  (``"expand"``) (:mod:`rfcircuits.primes`);
-- GSRs / GNRs: variable-minimal prime implicants / implicates of GR (:mod:`rfcircuits.general`),
-  on the GSRs' full GR, otherwise on the part of GR whose clauses fit an NR's features;
-- robustness and its feature sets ``V``: the shortest NRs (``robust_method="search"``, the
-  default: no CR needed) or Alg. 5 on CR (``"alg5"``); the shortest GNRs: Alg. 6–7 on the
-  part of GR whose clauses fit a set of ``V`` (:mod:`rfcircuits.robustness`);
-- CEs for each class ``t`` the instance is not in: prime implicates of the CR of ``¬R^t``,
-  again as minimal deviation sets, of the graph of ``¬R^t`` (searched or projected as NRs).
+``engine="auto"`` (the default) decides before the first answer, by a capped attempt: the
+decision graphs compile within :data:`AUTO_SECONDS` and :data:`AUTO_NODES` (and the node
+budget), or the SAT engine answers. Graphs that fit then run without the cap; should a
+later graph (a contrastive explanation's negated class) outgrow the node budget, the SAT
+engine takes over from that instance on. The choice and why are in :attr:`Explainer.choice`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence, Sized
-from dataclasses import dataclass
 from typing import Literal, get_args
 
-from rfcircuits.apply import Apply
-from rfcircuits.dgcompile import DGCompilation, compile_dg
-from rfcircuits.dgraph import TRUE as DG_TRUE
-from rfcircuits.errors import InputError, check_choice
+from rfcircuits._engine_abc import Engine, Timings
+from rfcircuits.budget import default_max_nodes
+from rfcircuits.dgcompile import DGCompilation
+from rfcircuits.errors import BudgetExceeded, InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation, What, what_keys
-from rfcircuits.featureorder import ORDERS
 from rfcircuits.forest import Forest, Instance, check_ties
+from rfcircuits.graphengine import (NR_METHODS, ROBUST_METHODS, SR_METHODS, NrMethod, Order,
+                                    RobustMethod, SrMethod, Ties, GraphEngine)
 from rfcircuits.inputs import Row, Table, instance_of, instances_of
-from rfcircuits.general import gnrs, gsrs
-from rfcircuits.nnf import NNF
-from rfcircuits.primes import hitting_sets, implicants
-from rfcircuits.projections import MAX_FEATURES, Projections, TooLarge
-from rfcircuits.reasons import complete_reason, general_reason
-from rfcircuits.robustness import robustness, shortest_gnrs, shortest_sets
-from rfcircuits.terms import simple_terms
+from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS, SatEngine
 
-#: The options' values (the tuples below list them for messages and loops).
-Ties = Literal["first", "all"]
-SrMethod = Literal["expand", "dual"]
-RobustMethod = Literal["alg5", "search"]
-NrMethod = Literal["auto", "search", "project"]
-Order = Literal["auto", "depth", "usage", "force", "index"]
-SR_METHODS: tuple[str, ...] = get_args(SrMethod)
-ROBUST_METHODS: tuple[str, ...] = get_args(RobustMethod)
-NR_METHODS: tuple[str, ...] = get_args(NrMethod)
-#: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
-#: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set;
-#: measured: docs/decisions.md, "Explanations"), and gives up when the projections add more
-#: than ``PROJECTION_FACTOR`` times its nodes plus ``PROJECTION_SLACK`` to the manager; the
-#: search serves such graphs.
-PROJECTION_WORK = 6 * 10 ** 8
-PROJECTION_FACTOR = 16
-PROJECTION_SLACK = 65536
+__all__ = ["AUTO_NODES", "AUTO_SECONDS", "ENGINES", "Explainer", "NR_METHODS",
+           "ROBUST_METHODS", "SR_METHODS", "Timings"]
 
-
-@dataclass
-class Timings:
-    """Seconds spent per stage of the :meth:`Explainer.explain_states` calls given them."""
-
-    reasons: float = 0.0
-    sr: float = 0.0
-    nr: float = 0.0
-    gsr: float = 0.0
-    gnr: float = 0.0
-    robust: float = 0.0
-    flips: float = 0.0
-    compile: float = 0.0
-    ce: float = 0.0
-    ce_targets: int = 0
+EngineName = Literal["auto", "graphs", "sat"]
+ENGINES: tuple[str, ...] = get_args(EngineName)
+#: ``engine="auto"`` gives the decision graphs this long and this many nodes (about 2 GB)
+#: to compile before it turns to the SAT engine.
+AUTO_SECONDS = 10.0
+AUTO_NODES = 10_000_000
 
 
 class Explainer:
@@ -91,7 +49,8 @@ class Explainer:
 
     The forest's class formulas are compiled on the first explanation and kept, so later ones
     are fast. Every explanation is exact: its reasons are proved from the formulas, not
-    sampled.
+    sampled. A field the SAT engine cut short at its limits is listed in the explanation's
+    ``incomplete`` (its items are still exact).
 
     Parameters
     ----------
@@ -100,140 +59,166 @@ class Explainer:
     ties : {"first", "all"}
         How a tie of votes is decided: ``"first"`` gives it to the first class in class
         order (like ``numpy.argmax``), ``"all"`` puts the instance in every class tied.
+    engine : {"auto", "graphs", "sat"}
+        ``"graphs"``: decision graphs (every field, always complete; large forests may not
+        fit). ``"sat"``: SAT calls on the NNF circuits (any forest; enumerations stop at
+        ``limit_seconds`` and ``limit_items``; general sufficient and necessary reasons are
+        not computed). ``"auto"``: the graphs when they compile within ``auto_seconds`` and
+        the node budget, else SAT.
+    max_nodes : int, None or "machine"
+        Stop the decision graphs at this many nodes: ``"machine"`` (default) as many as 60 %
+        of this machine's memory holds, None no limit. Past it, ``engine="graphs"`` raises
+        :class:`rfcircuits.BudgetExceeded`; ``"auto"`` turns to the SAT engine.
+    auto_seconds : float
+        How long ``engine="auto"`` lets the decision graphs compile.
+    limit_seconds : float or None
+        SAT engine: seconds an instance's enumerations may take in all (None: no limit).
+    limit_items : int or None
+        SAT engine: items an enumerated field may hold (None: no limit).
     sr_method : {"dual", "expand"}
-        How sufficient reasons are found: as the minimal hitting sets of the necessary
+        Decision graphs: sufficient reasons as the minimal hitting sets of the necessary
         reasons, or by expanding the complete reason (slower on most forests).
     robust_method : {"search", "alg5"}
-        How robustness is found: from the shortest necessary reasons, or by the paper's
+        Decision graphs: robustness from the shortest necessary reasons, or by the paper's
         Algorithm 5 on the complete reason.
     nr_method : {"auto", "search", "project"}
-        How necessary reasons and contrastive explanations are found: by a search of the
-        decision graphs, or read off their projections (compiled up front; at most 10
-        features), ``"auto"`` projecting where that is cheap enough.
+        Decision graphs: necessary reasons and contrastive explanations by a search of the
+        graphs, or read off their projections (compiled up front; at most 10 features),
+        ``"auto"`` projecting where that is cheap enough.
     order : {"auto", "depth", "usage", "force", "index"} or sequence of int
-        The features' order in the decision graphs, or how to choose it.
-    max_nodes : int or None
-        Stop with :class:`rfcircuits.BudgetExceeded` when the decision graphs would exceed
-        this many nodes (None: no limit).
+        Decision graphs: the features' order, or how to choose it.
     compiled : optional
-        This forest's class formulas, compiled already by the caller (the checks do).
+        This forest's decision graphs, compiled already by the caller (the checks do).
     progress : callable, optional
-        Called as the class formulas compile: ``progress(done, total, dg)`` before and after
-        each pair network (``len(dg)``: the nodes so far), as by
-        :func:`rfcircuits.dgcompile.compile_dg`; a :class:`rfcircuits.progress.Progress` draws it.
+        Called as the class formulas compile: ``progress(done, total, nodes)`` per network
+        (a :class:`rfcircuits.progress.Progress` draws it, and shows the engine's stages).
 
     Invalid options raise :class:`rfcircuits.InputError` naming the valid values.
     """
 
-    def __init__(self, forest: Forest, ties: Ties = "first", *, sr_method: SrMethod = "dual",
-                 order: Order | Sequence[int] = "auto", robust_method: RobustMethod = "search",
-                 max_nodes: int | None = None, nr_method: NrMethod = "auto",
+    def __init__(self, forest: Forest, ties: Ties = "first", *, engine: EngineName = "auto",
+                 max_nodes: int | None | Literal["machine"] = "machine",
+                 auto_seconds: float = AUTO_SECONDS,
+                 limit_seconds: float | None = LIMIT_SECONDS,
+                 limit_items: int | None = LIMIT_ITEMS,
+                 sr_method: SrMethod = "dual", order: Order | Sequence[int] = "auto",
+                 robust_method: RobustMethod = "search", nr_method: NrMethod = "auto",
                  compiled: DGCompilation | None = None,
                  progress: Callable[[int, int, Sized], None] | None = None) -> None:
         if not isinstance(forest, Forest):
             raise InputError(f"Explainer takes a Forest, not a {type(forest).__name__} (a "
                              "scikit-learn model converts with rfcircuits.from_sklearn)")
         check_ties(ties)
-        check_choice("sr_method", sr_method, SR_METHODS)
-        check_choice("robust_method", robust_method, ROBUST_METHODS)
-        check_choice("nr_method", nr_method, NR_METHODS)
-        if isinstance(order, str):
-            check_choice("order", order, ORDERS)
-        if nr_method == "project" and len(forest.features) > MAX_FEATURES:
-            raise InputError(f"nr_method 'project' needs at most {MAX_FEATURES} features")
+        check_choice("engine", engine, ENGINES)
+        if max_nodes == "machine":
+            max_nodes = default_max_nodes()
+        elif max_nodes is not None and (isinstance(max_nodes, bool)
+                                        or not isinstance(max_nodes, int) or max_nodes < 1):
+            raise InputError(f"max_nodes must be a positive int, None or 'machine', not "
+                             f"{max_nodes!r}")
+        if not auto_seconds > 0:
+            raise InputError(f"auto_seconds must be positive, not {auto_seconds!r}")
         self.forest = forest
         self.ties = ties
-        self.sr_method = sr_method
-        self.robust_method = robust_method
-        self.nr_method = nr_method
-        self.order = order
+        self.requested = engine
         self.max_nodes = max_nodes
-        #: Alg. 3B's class formulas of this forest and tie policy from ordered Apply, when
-        #: the caller has compiled them already (the crosscheck harness checks them first).
-        self._given = compiled
+        self.auto_seconds = auto_seconds
         self._progress = progress
-        self._compiled: DGCompilation | None = None
-        self._apply: Apply | None = None
-        self._negated: dict[int, int] = {}
-        self._projections: dict[tuple[int, ...], Projections | None] = {}
+        self._graphs: GraphEngine | None = None
+        if engine != "sat":
+            self._graphs = GraphEngine(forest, ties, sr_method=sr_method, order=order,
+                                       robust_method=robust_method, max_nodes=max_nodes,
+                                       nr_method=nr_method, compiled=compiled,
+                                       progress=progress)
+        self._sat = SatEngine(forest, ties, limit_seconds=limit_seconds,
+                              limit_items=limit_items, progress=progress)
+        self._engine: Engine | None = None
+        #: Which engine answers and why, once chosen (:attr:`engine`).
+        self.choice = ""
 
     @property
-    def compiled(self) -> DGCompilation:
-        """Alg. 3B class formulas (compiled on first use, each class's NR search prepared or
-        its projections compiled)."""
-        if self._compiled is None:
-            comp = self._given or compile_dg(self.forest, self.ties, "dg-conj", order=self.order,
-                                             max_nodes=self.max_nodes, progress=self._progress)
-            self._compiled = comp
-            self._apply = Apply(comp.dg)
-            for roots in comp.roots:
-                self._prepare(roots)
-        return self._compiled
+    def engine(self) -> Engine:
+        """The engine that answers (chosen, and its class formulas compiled, on first use)."""
+        if self._engine is None:
+            self._engine = self._choose()
+        return self._engine
 
-    def _prepare(self, roots: Sequence[int]) -> None:
-        """Ready the minimal deviation sets of ``∧ roots``: the search's layout, and the
-        projections unless ``nr_method`` is ``"search"``."""
-        if self.nr_method == "search" or self._projection(roots, self.nr_method) is None:
-            self.compiled.dg.prepare_search(roots)
+    @property
+    def graphs(self) -> GraphEngine:
+        """The decision-graph engine (InputError when it does not answer here)."""
+        if self.engine is not self._graphs or self._graphs is None:
+            raise InputError(f"the decision graphs do not answer here ({self.choice})")
+        return self._graphs
 
-    def _projection(self, roots: Sequence[int], method: str) -> Projections | None:
-        """The projections of ``∧ roots`` (compiled on first use, cached); ``None`` when
-        ``method`` is ``"auto"`` and they are too large (then the search serves)."""
-        key = tuple(roots)
-        if key not in self._projections or (method == "project"
-                                            and self._projections[key] is None):
-            dg = self.compiled.dg
-            cap = None
-            if method == "auto":
-                # the feature count first: it spares wide forests a walk of their graphs
-                size = dg.size(roots) if len(dg.features) <= MAX_FEATURES else None
-                if size is None or size << len(dg.features) > PROJECTION_WORK:
-                    self._projections[key] = None
-                    return None
-                cap = PROJECTION_FACTOR * size + PROJECTION_SLACK
-                if dg.max_nodes is not None:  # leave the budget's other half to the graphs
-                    cap = min(cap, (dg.max_nodes - len(dg)) // 2)
+    def _choose(self) -> Engine:
+        if self._graphs is None:
+            self.choice = "sat: SAT on the NNF circuits, as asked"
+            self._stage("compiling NNF circuits")
+            self._sat.compile()
+            return self._sat
+        graphs = self._graphs
+        self._stage("compiling decision graphs")
+        if self.requested == "graphs" or graphs._given is not None:
             try:
-                self._projections[key] = Projections(dg, roots, cap)
-            except TooLarge as exc:
-                if method != "auto":
-                    raise ValueError(f"nr_method 'project': {exc}") from exc
-                self._projections[key] = None
-        return self._projections[key]
+                graphs.compile()
+            except BudgetExceeded as exc:
+                raise self._budget_error(exc) from None
+            self.choice = "graphs: decision graphs" + (", as asked" if self.requested ==
+                                                       "graphs" else ", compiled by the caller")
+            return graphs
+        cap = AUTO_NODES if self.max_nodes is None else min(self.max_nodes, AUTO_NODES)
+        graphs.max_nodes, graphs.timeout = cap, self.auto_seconds
+        start = time.perf_counter()
+        try:
+            graphs.compile()
+        except (BudgetExceeded, MemoryError) as exc:
+            return self._to_sat(_why(exc, self.auto_seconds, cap))
+        comp = graphs.compiled
+        graphs.max_nodes, graphs.timeout = self.max_nodes, None
+        comp.dg.set_max_nodes(self.max_nodes)
+        comp.dg.set_timeout(None)
+        self.choice = (f"graphs: decision graphs, compiled in {time.perf_counter() - start:.1f} s"
+                       f" ({comp.total_nodes():,} nodes)")
+        return graphs
 
-    def projected(self) -> tuple[int, int]:
-        """How many of the graphs (class conjunctions, negated classes) prepared so far have
-        projections, out of how many."""
-        return sum(p is not None for p in self._projections.values()), len(self._projections)
+    def _to_sat(self, why: str) -> Engine:
+        """Turn to the SAT engine for good, dropping the decision graphs."""
+        self._graphs = None
+        self.choice = f"sat: SAT on the NNF circuits ({why})"
+        self._stage("compiling NNF circuits")
+        self._sat.compile()
+        self._engine = self._sat
+        return self._sat
 
-    def _min_deviations(self, roots: Sequence[int], x: Instance, method: str) -> list[int]:
-        """NRs (CEs on a negated class graph) by ``method`` (see :data:`NR_METHODS`)."""
-        if method != "search":
-            projections = self._projection(roots, method)
-            if projections is not None:
-                return projections.min_deviations(x)
-        return self.compiled.dg.min_deviations(roots, x)
+    def _stage(self, text: str) -> None:
+        stage = getattr(self._progress, "stage", None)
+        if stage is not None:
+            stage(text)
+
+    def _budget_error(self, exc: BudgetExceeded) -> BudgetExceeded:
+        """The node budget's error, saying what to do next in the API's words and the
+        command line's."""
+        if "timeout" in str(exc):
+            return exc
+        return BudgetExceeded(
+            f"decision graphs exceed max_nodes={self.max_nodes}: engine='sat' explains any "
+            "forest (engine='auto', the default, turns to it by itself), or max_nodes=None "
+            "lifts the budget",
+            cli=f"decision graphs exceed --max-nodes {self.max_nodes}: --engine sat explains "
+                "any forest (--engine auto, the default, turns to it by itself), or "
+                "--max-nodes 0 lifts the budget")
 
     def compile(self, negated: bool = False) -> None:
-        """Compile now what :meth:`explain_states` would compile on first use: the class formulas
-        and, with ``negated``, every ``¬R^t`` graph that CEs search (so a benchmark times
-        compiling apart, and forked workers share the graphs)."""
-        self.compiled  # the property compiles on first use
-        if negated:
-            for t in range(len(self.forest.classes)):
-                self.negated_class(t)
-
-    def negated_class(self, t: int) -> int:
-        """``¬R^t`` as one decision graph: Alg. 3A's conjunction, negated (cached)."""
-        if t not in self._negated:
-            comp = self.compiled
-            assert self._apply is not None
-            root = DG_TRUE
-            for g in comp.roots[t]:
-                root = self._apply.conj(root, g)
-            self._negated[t] = comp.dg.negate(root)
-            self._prepare([self._negated[t]])
-        return self._negated[t]
+        """Choose the engine and compile now what :meth:`explain_states` would compile on
+        first use (with ``negated``, also what contrastive explanations need), so that a
+        benchmark times compiling apart and forked workers share it."""
+        engine = self.engine
+        try:
+            engine.compile(negated)
+        except BudgetExceeded as exc:
+            if self.requested != "auto":
+                raise self._budget_error(exc) from None
+            self._to_sat(_why(exc, None, self.max_nodes))
 
     def explain(self, x: Row, what: What = "all") -> Explanation:
         """The explanation of the forest's decision on one instance.
@@ -266,104 +251,29 @@ class Explainer:
         return [self.explain_states(x, keys) for x in instances_of(self.forest, X)]
 
     def explain_states(self, x: Instance, what: Sequence[str] = ALL_WHAT,
-                       timings: Timings | None = None, sr_method: str | None = None,
-                       robust_method: str | None = None,
-                       nr_method: str | None = None) -> Explanation:
+                       timings: Timings | None = None, **graph_options: str) -> Explanation:
         """Every requested explanation field for instance ``x`` given as state indices (one
         per feature, in feature order), as the command line and the checks hold instances.
 
-        ``timings`` accumulates seconds per stage; ``sr_method``, ``robust_method`` and
-        ``nr_method`` override the explainer's."""
-        nr_method = check_choice("nr_method", nr_method or self.nr_method, NR_METHODS)
-        check_choice("sr_method", sr_method or self.sr_method, SR_METHODS)
-        check_choice("robust_method", robust_method or self.robust_method, ROBUST_METHODS)
-        forest = self.forest
-        what = tuple(k for k in ALL_WHAT if k in what)
-        votes = forest.votes(x)
-        decision = forest.decision(x)
-        member = tuple(forest.classes_of(x, self.ties))
-        fields: dict[str, object] = {}
-        clock = _Clock(timings)
-        if what:
-            comp = self.compiled
-            clock.lap("compile")
-            dg = comp.dg
-            full = dg.full
-            nnf = NNF(forest.features)
-            roots = comp.roots[decision]
-            wanted = set(what)
-            srs = bool({"sr", "gsr"} & wanted)
-            expand = srs and (sr_method or self.sr_method) == "expand"
-            robust = bool({"robust", "flips"} & wanted)
-            alg5 = robust and (robust_method or self.robust_method) == "alg5"
-            # NRs (and the dual SRs, and robustness) come from the graph itself; CR is built
-            # only for the stages that walk it.
-            needs_nr = bool({"nr", "gnr"} & wanted) or (srs and not expand) or (robust and not alg5)
-            nr_sets = self._min_deviations(roots, x, nr_method) if needs_nr else []
-            if "nr" in what:
-                fields["necessary_reasons"] = simple_terms(x, nr_sets)
-            clock.lap("nr")
-            cr = complete_reason(dg, roots, x, nnf) if expand or alg5 else None
-            clock.lap("reasons")
-            if srs:
-                if expand:
-                    assert cr is not None
-                    sr_sets = implicants(nnf, cr)
-                else:
-                    sr_sets = hitting_sets(nr_sets)
-                if "sr" in what:
-                    fields["sufficient_reasons"] = simple_terms(x, sr_sets)
-                clock.lap("sr")
-            shortest: list[int] = []
-            if robust:
-                if alg5:
-                    assert cr is not None
-                    r, shortest = robustness(nnf, cr)
-                else:
-                    r, shortest = shortest_sets(nr_sets)
-                fields["robustness"] = r
-                clock.lap("robust")
-            # The GSRs check boxes on the graph itself; the GNRs and flips need only the
-            # clauses of GR on the features of an NR or of a shortest one.
-            if {"gnr", "flips"} & wanted:
-                gr = general_reason(dg, roots, x, nnf, nr_sets if "gnr" in wanted else shortest)
-                clock.lap("reasons")
-            if "gsr" in what:
-                assert all(dg.ordered[r] for r in roots)
-                fields["general_sufficient_reasons"] = Explanation.sets(gsrs(dg, roots, x, sr_sets))
-                clock.lap("gsr")
-            if "gnr" in what:
-                fields["general_necessary_reasons"] = Explanation.sets(gnrs(nnf, gr, nr_sets, full))
-                clock.lap("gnr")
-            if "flips" in what:
-                fields["shortest_flips"] = Explanation.sets(shortest_gnrs(nnf, gr, shortest, full))
-                clock.lap("flips")
-            if "ce" in what:
-                ces = []
-                for t in range(len(forest.classes)):
-                    if t in member:
-                        continue
-                    negated = self.negated_class(t)
-                    clock.lap("compile")
-                    ces.append((t, simple_terms(
-                        x, self._min_deviations([negated], x, nr_method))))
-                    clock.lap("ce")
-                    if timings is not None:
-                        timings.ce_targets += 1
-                fields["contrastive"] = tuple(ces)
-        return Explanation(forest, tuple(x), self.ties, tuple(votes), decision, member, what,
-                           **fields)  # type: ignore[arg-type]
+        ``timings`` accumulates seconds per stage; ``graph_options`` (``sr_method``,
+        ``robust_method``, ``nr_method``) override the decision graphs' methods for this
+        call."""
+        engine = self.engine
+        if engine is not self._graphs:
+            return engine.explain_states(x, what, timings)
+        try:
+            return self._graphs.explain_states(x, what, timings, **graph_options)
+        except BudgetExceeded as exc:  # a negated class's graph outgrew the budget
+            if self.requested != "auto":
+                raise self._budget_error(exc) from None
+            return self._to_sat(_why(exc, None, self.max_nodes)).explain_states(x, what,
+                                                                                timings)
 
 
-class _Clock:
-    """Adds the time since the previous lap to a :class:`Timings` field."""
-
-    def __init__(self, timings: Timings | None) -> None:
-        self.timings = timings
-        self.last = time.perf_counter()
-
-    def lap(self, name: str) -> None:
-        if self.timings is not None:
-            now = time.perf_counter()
-            setattr(self.timings, name, getattr(self.timings, name) + now - self.last)
-            self.last = now
+def _why(exc: BaseException, seconds: float | None, nodes: int | None) -> str:
+    """Why the decision graphs were left, in words."""
+    if isinstance(exc, MemoryError):
+        return "the decision graphs ran out of memory"
+    if "timeout" in str(exc):
+        return f"the decision graphs did not compile within {seconds:g} s"
+    return f"the decision graphs exceed {nodes:,} nodes"

@@ -81,17 +81,33 @@ class Explanation:
     contrastive: tuple[tuple[int, tuple[Clause, ...]], ...] = ()
     robustness: int | None = None
     shortest_flips: tuple[Clause, ...] = ()
+    #: Which engine answered ("graphs", "sat"); None for the oracles' records.
+    engine: str | None = None
+    #: The keys of ``what`` whose field stopped at a limit: each item in it is exact, but
+    #: items may be missing (robustness: the size of the smallest NR found, or None).
+    incomplete: tuple[str, ...] = ()
+    #: Keys asked for that the engine does not compute (absent from ``what``).
+    not_computed: tuple[str, ...] = ()
 
     @staticmethod
     def sets(items: Iterable[Term]) -> tuple[Term, ...]:
         """Canonical tuple of terms/clauses, for constructing fields."""
         return canonical(items)
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object (docs/formats.md#explanations), keys in canonical order."""
+    def to_json(self, engine: bool = True) -> dict[str, Any]:
+        """The JSON object (docs/formats.md#explanations), keys in canonical order: the
+        header, ``engine`` when an engine answered (and ``engine`` is true: the golden
+        corpus records answers, not who gave them), the fields asked for, then
+        ``incomplete`` and ``not_computed`` (field names) when not empty."""
         out = self.header_json()
+        if engine and self.engine is not None:
+            out["engine"] = self.engine
         for key in self.what:
             out[WHAT_FIELDS[key]] = self.field_json(key)
+        if self.incomplete:
+            out["incomplete"] = [WHAT_FIELDS[k] for k in self.incomplete]
+        if self.not_computed:
+            out["not_computed"] = [WHAT_FIELDS[k] for k in self.not_computed]
         return out
 
     def header_json(self) -> dict[str, Any]:
@@ -115,9 +131,10 @@ class Explanation:
             return value
         return terms_json(f, value)
 
-    def to_line(self) -> str:
-        """One canonical JSON Lines record (no trailing newline)."""
-        return dumps(self.to_json())
+    def to_line(self, engine: bool = True) -> str:
+        """One canonical JSON Lines record (no trailing newline); ``engine`` as
+        :meth:`to_json` takes it."""
+        return dumps(self.to_json(engine))
 
     def to_text(self, limit: int | None = 10) -> str:
         """The readable form: the instance, the decision and votes, then every field asked
@@ -130,8 +147,13 @@ class Explanation:
                  + ", ".join(f"{c} {v}" for c, v in zip(f.classes, self.votes)) + ")"]
         if self.ties == "all":
             lines.append("classes (ties 'all'): " + ", ".join(f.classes[c] for c in self.classes))
+        if self.engine is not None:
+            lines.append(f"engine: {ENGINE_TEXT.get(self.engine, self.engine)}")
         for key in self.what:
             value = getattr(self, WHAT_FIELDS[key])
+            if key in self.incomplete:
+                lines.append(f"[{TEXT_HEADINGS.get(key, 'robustness').split(' (')[0]}: stopped "
+                             "at the limit; what follows is exact but may be incomplete]")
             if key == "robust":
                 lines.append(f"robustness: {value} (the fewest features whose change can flip "
                              "the decision)" if value is not None else
@@ -148,6 +170,10 @@ class Explanation:
                 lines.extend(_listing(f, value, " ∨ " if key in CLAUSE_KEYS else " ∧ ", limit))
                 if key == "flips" and value:
                     lines.append("  e.g. " + self._flip_example())
+        for key in self.not_computed:
+            lines.append(f"{TEXT_HEADINGS[key].split(' (')[0]}: not computed by the "
+                         f"{self.engine} engine (the decision graphs compute them where they "
+                         "fit: engine='graphs')")
         return "\n".join(lines)
 
     def _flip_example(self) -> str:
@@ -179,6 +205,8 @@ class Explanation:
         printer.text(self.to_text())
 
 
+#: How the readable form names each engine.
+ENGINE_TEXT = {"graphs": "decision graphs", "sat": "SAT on the NNF circuits"}
 #: The readable form's heading of each list field, saying how to read its items.
 TEXT_HEADINGS = {
     "sr": "sufficient reasons (each alone keeps the decision, whatever the other features)",

@@ -34,6 +34,8 @@ from rfcircuits.jsonio import load_json_file, load_json_lines
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
 INPUT_DTYPES = ("float64", "float32")
+#: Runs of at least this many states are written ``[first, last]`` in forest files.
+RUN_STATES = 32
 
 Instance = tuple[int, ...]
 
@@ -282,7 +284,7 @@ def _node_json(forest: Forest, node: TreeNode) -> dict[str, Any]:
     if type(node) is Leaf:
         return {"class": forest.classes[node.label]}
     return {"feature": forest.features[node.feature].name,
-            "branches": [[mask_states(m), c] for m, c in node.branches]}
+            "branches": [[states_json(m), c] for m, c in node.branches]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,21 +571,57 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
 
 
 def parse_states(feature: Feature, states: Any, fail: Callable[[str], InputError]) -> int:
-    """The bitmask of a JSON list of distinct state indices of ``feature`` (docs/formats.md:
-    tree branches, circuit literals); ``fail(problem)`` makes the error naming the place."""
+    """The bitmask of a JSON list of distinct states of ``feature`` (docs/formats.md: tree
+    branches, circuit literals): state indices, or ``[first, last]`` for a run of states;
+    ``fail(problem)`` makes the error naming the place. Lists of plain indices are checked
+    and converted in C-speed passes (numeric features of deep forests have thousands of
+    states per branch)."""
     if not isinstance(states, list):
         raise fail(f"states must be a list of state indices, not {states!r}")
-    mask = 0
-    for s in states:
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise fail(f"state indices must be integers, found {s!r}")
-        if not 0 <= s < feature.n_states:
+    n = feature.n_states
+    if set(map(type, states)) == {int}:  # plain indices (bool is no int here)
+        indices = states
+    else:
+        indices = []
+        for item in states:
+            if type(item) is int:
+                indices.append(item)
+            elif type(item) is list and len(item) == 2 and all(type(v) is int for v in item) \
+                    and item[0] <= item[1]:
+                indices.extend(range(item[0], item[1] + 1))
+            else:
+                raise fail(f"state indices must be integers, found {item!r} (a run of states "
+                           "is [first, last])")
+    if not indices:
+        return 0
+    for s in (min(indices), max(indices)):
+        if not 0 <= s < n:
             raise fail(f"state index {s} out of range for feature {feature.name!r} "
-                       f"({feature.n_states} states)")
-        if mask >> s & 1:
-            raise fail(f"state index {s} listed twice")
+                       f"({n} states)")
+    if len(set(indices)) != len(indices):
+        seen: set[int] = set()
+        repeated = next(s for s in indices if s in seen or seen.add(s))  # type: ignore[func-returns-value]
+        raise fail(f"state index {repeated} listed twice")
+    low = min(indices)
+    if max(indices) - low + 1 == len(indices):  # one run: the usual interval of states
+        return ((1 << len(indices)) - 1) << low
+    mask = 0
+    for s in indices:
         mask |= 1 << s
     return mask
+
+
+def states_json(mask: int) -> list[Any]:
+    """The JSON list of a state set: indices, with runs of at least :data:`RUN_STATES`
+    states as ``[first, last]`` (a branch of a deep forest on a feature with thousands of
+    states is then a pair, not thousands of numbers)."""
+    out: list[Any] = []
+    for first, end in mask_blocks(mask):
+        if end - first >= RUN_STATES:
+            out.append([first, end - 1])
+        else:
+            out.extend(range(first, end))
+    return out
 
 
 def load_forest(path: str | os.PathLike[str]) -> Forest:

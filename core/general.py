@@ -43,6 +43,7 @@ from rfcircuits.dgraph import DG
 from rfcircuits.dgraph import FALSE as DG_FALSE
 from rfcircuits.dgraph import TRUE as DG_TRUE
 from rfcircuits.dgstore import AND as AND_OP
+from rfcircuits.boxes import box_region, boxes_in, grid_sizes
 from rfcircuits.forest import mask_blocks
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.nnf import AND, LIT, NNF, OR
@@ -463,64 +464,6 @@ _ALG7_CLAUSES = 48
 _GRID_BITS = 1 << 24
 
 
-def _grid(counts: Sequence[int]) -> list[int]:
-    """Points per value of each axis below it, for axes of ``counts[i]`` values: the grid
-    over axes ``i, i + 1, …`` has ``sizes[i]`` points, value ``s`` of axis ``i`` holding the
-    block of ``sizes[i + 1]`` points from ``s * sizes[i + 1]``."""
-    sizes = [1]
-    for count in reversed(counts):
-        sizes.append(sizes[-1] * count)
-    return sizes[::-1]
-
-
-def _region(box: Sequence[int], sizes: Sequence[int], at: int) -> int:
-    """The points of the grid over axes ``at, at + 1, …`` inside the box (values per axis).
-
-    The last axis's block is one point, so its values are its points; each earlier axis
-    copies the region below it to the blocks of its values."""
-    region = box[-1]
-    for i in range(len(box) - 2, at - 1, -1):
-        block, grown = sizes[i + 1], 0
-        for s in bits(box[i]):
-            grown |= region << s * block
-        region = grown
-    return region
-
-
-def _boxes_in(region: int, sizes: Sequence[int], at: int) -> list[tuple[int, ...]]:
-    """The maximal boxes (states per feature of ``features[at:]``) inside a set of points.
-
-    Read by slices along the first feature: a box ``S × B`` lies inside iff ``B`` lies in
-    every slice ``s ∈ S``; so the maximal ones are, for each intersection ``I`` of slices,
-    the maximal boxes ``B`` inside ``I`` whose slices ``S(B) = {s : B ⊆ slice_s}`` are
-    exactly those holding ``I`` (each maximal box comes from one ``I``: the intersection of
-    its own slices). Recursion depth: the number of features."""
-    if at == len(sizes) - 2:
-        return [(region,)] if region else []
-    block = sizes[at + 1]
-    ones = (1 << block) - 1
-    slices = [region >> s * block & ones for s in range(sizes[at] // block)]
-    meets: dict[int, None] = {}
-    for row in slices:
-        for m in [row, *(row & m for m in meets)]:
-            if m:
-                meets[m] = None
-    out = []
-    for meet in meets:
-        holding, others = 0, []
-        for s, row in enumerate(slices):
-            if row & meet == meet:
-                holding |= 1 << s
-            else:
-                others.append(row)
-        for rest in _boxes_in(meet, sizes, at + 1):
-            # the slices holding meet hold the box's part inside it; no other may
-            inside = _region((0,) * (at + 1) + rest, sizes, at + 1)
-            if not any(row & inside == inside for row in others):
-                out.append((holding, *rest))
-    return out
-
-
 def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Packing) -> list[int]:
     """The prime implicates of clauses (packed negated) on exactly ``features``: the
     negations of the maximal boxes inside the union of the clauses' negations (a clause is
@@ -544,16 +487,16 @@ def _maximal_boxes(clauses: Sequence[int], features: Sequence[int], packing: Pac
         index = {start: j for j, start in enumerate(starts)}
         on_runs.append({field: sum((1 << index[end]) - (1 << index[start])
                                    for start, end in mask_blocks(field)) for field in distinct})
-    sizes = _grid([len(starts) - 1 for starts in runs])
+    sizes = grid_sizes([len(starts) - 1 for starts in runs])
     firsts: dict[tuple[int, ...], int] = {}  # boxes grouped by their other axes
     for row in fields:
         tail = tuple(on[field] for on, field in zip(on_runs[1:], row[1:]))
         firsts[tail] = firsts.get(tail, 0) | on_runs[0][row[0]]
     falsified = 0
     for tail, first in firsts.items():
-        falsified |= _region((first, *tail), sizes, 0)
+        falsified |= box_region((first, *tail), sizes, 0)
     out = []
-    for box in _boxes_in(falsified, sizes, 0):
+    for box in boxes_in(falsified, sizes, 0):
         packed = packing.top
         for f, starts, m in zip(features, runs, box):
             states = sum((1 << starts[end]) - (1 << starts[start])
@@ -588,7 +531,7 @@ def gnrs(nnf: NNF, root: int, allowed: Sequence[int], full: Sequence[int]) -> li
             for c in on_v:
                 union |= c
             primes = [union]
-        elif _grid([packing.full[f].bit_length() for f in features])[0] <= _GRID_BITS and (
+        elif grid_sizes([packing.full[f].bit_length() for f in features])[0] <= _GRID_BITS and (
                 len(features) == 2 or len(on_v) > _ALG7_CLAUSES):
             primes = _maximal_boxes(on_v, features, packing)
         else:

@@ -42,6 +42,8 @@ REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
 #: The fields a general-reason case checks (those computed by :mod:`rfcircuits.general`).
 GENERAL_WHAT = ("robust", "gsr", "gnr", "flips")
+#: The native engines every case runs through (the SAT engine with no limits: complete).
+ENGINES = ("graphs", "sat")
 
 
 @dataclass
@@ -61,47 +63,63 @@ def make_case(seed: int, k: int, limits: Limits,
     return forest, [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
 
 
-def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...]
-             ) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
+             engines: tuple[str, ...] = ENGINES) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
     """Check case ``k``, and its general-reason case when the BDD oracle is chosen, under
-    both tie policies; returns the checks made and each failure's repro file name and
-    document (a pure function of its arguments: the client writes the files)."""
+    both tie policies, with each native engine of ``engines``; returns the checks made and
+    each failure's repro file name and document (a pure function of its arguments: the
+    client writes the files)."""
     plans = [("", limits, oracles, ALL_WHAT, True)]
     if "bdd" in oracles:
         plans.append(("general", GENERAL, ("bdd",), GENERAL_WHAT, False))
     checks, found = 0, []
     for stream, case_limits, used, what, formulas in plans:
         forest, instances = make_case(seed, k, case_limits, stream)
-        for ties in TIES:
-            def check(f: Forest, xs: list[Instance], ties: str = ties) -> Any:
-                report = crosscheck(f, xs, ties, used, what, formulas, seed=k)
-                if report.interrupted:  # Ctrl-C: a partial report is no case (nor a shrink step)
-                    raise KeyboardInterrupt
-                return report
+        made, failed = _check_case(forest, instances, seed, k, stream, used, what, formulas,
+                                   engines)
+        checks += made
+        found.extend(failed)
+    return checks, found
 
-            report = check(forest, instances)
-            checks += report.checks()
-            if report.ok:
-                continue
-            first = report.disagreements[0].check
 
-            def fails(f: Forest, xs: list[Instance]) -> bool:
-                return any(d.check == first for d in check(f, xs).disagreements)
+def _check_case(forest: Forest, instances: list[Instance], seed: int, k: int, stream: str,
+                used: tuple[str, ...], what: tuple[str, ...], formulas: bool,
+                engines: tuple[str, ...]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """One forest's checks under both tie policies and each engine: their number, and the
+    failures shrunk, as repro file names and documents."""
+    checks, found = 0, []
+    for ties, engine in itertools.product(TIES, engines):
+        def check(f: Forest, xs: list[Instance], ties: str = ties,
+                  engine: str = engine) -> Any:
+            report = crosscheck(f, xs, ties, used, what, formulas, seed=k, engine=engine)
+            if report.interrupted:  # Ctrl-C: a partial report is no case (nor a shrink step)
+                raise KeyboardInterrupt
+            return report
 
-            small, xs = shrink(forest, instances, fails)
-            name = "-".join(str(part) for part in (seed, k, stream, ties) if part != "")
-            found.append((f"case-{name}.json",
-                          repro(small, xs, ties, check(small, xs).disagreements, seed, k,
-                                original=(len(forest.trees), len(forest.features)))))
+        report = check(forest, instances)
+        checks += report.checks()
+        if report.ok:
+            continue
+        first = report.disagreements[0].check
+
+        def fails(f: Forest, xs: list[Instance]) -> bool:
+            return any(d.check == first for d in check(f, xs).disagreements)
+
+        small, xs = shrink(forest, instances, fails)
+        name = "-".join(str(part) for part in (seed, k, stream, ties, engine) if part != "")
+        found.append((f"case-{name}.json",
+                      repro(small, xs, ties, check(small, xs).disagreements, seed, k,
+                            original=(len(forest.trees), len(forest.features)),
+                            engine=engine)))
     return checks, found
 
 
 def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: list[Any],
           seed: int | None = None, case: int | None = None,
-          original: tuple[int, int] | None = None) -> dict[str, Any]:
+          original: tuple[int, int] | None = None, engine: str = "graphs") -> dict[str, Any]:
     """A ``rfcircuits.repro/1`` document (replayable with ``crosscheck --replay``)."""
     doc: dict[str, Any] = {
-        "format": REPRO_FORMAT, "ties": ties, "forest": forest.to_json(),
+        "format": REPRO_FORMAT, "ties": ties, "engine": engine, "forest": forest.to_json(),
         "instances": [instance_to_json(forest, x) for x in instances],
         "disagreements": [d.to_json() for d in disagreements]}
     if seed is not None:
@@ -113,7 +131,7 @@ def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: l
 
 def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: str,
          oracles: tuple[str, ...] = ORACLES, progress: bool = True, cases: int | None = None,
-         dask: str | None = None) -> Summary:
+         dask: str | None = None, engines: tuple[str, ...] = ENGINES) -> Summary:
     """Run cases 0, 1, 2… for ``seconds`` (None: no time limit) or until ``cases`` are
     checked, on ``jobs`` local processes or the Dask cluster at ``dask``; failures land in
     ``out_dir``, each written by this process as soon as its case is back. The summary lists
@@ -133,7 +151,8 @@ def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: s
             backend.prepare(run_case)
             start = time.monotonic()  # the budget and the rate leave out a cluster's start
             for k, (checks, failures) in run_tasks(
-                    backend, run_case, ((k, (seed, k, limits, oracles)) for k in keys), more,
+                    backend, run_case, ((k, (seed, k, limits, oracles, engines)) for k in keys),
+                    more,
                     short=True):
                 summary.cases += 1
                 summary.checks += checks

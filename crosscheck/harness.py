@@ -36,7 +36,9 @@ from typing import Any
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.errors import BudgetExceeded, InputError
-from rfcircuits.explain import ROBUST_METHODS, SR_METHODS, Explainer
+from rfcircuits.errors import check_choice
+from rfcircuits.explain import AUTO_NODES, AUTO_SECONDS, ENGINES, ROBUST_METHODS, SR_METHODS, Explainer
+from rfcircuits.satengine import SatEngine
 from rfcircuits.projections import MAX_FEATURES
 from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
 from rfcircuits.forest import Forest, Instance, instance_to_json
@@ -49,6 +51,8 @@ from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
 from rfcircuits.crosscheck.strategies import margin
 
 ORACLES = ("brute", "bdd", "sat")
+#: The decision graphs' methods users get (SRs, robustness, NRs), checked on large forests.
+DEFAULT_METHODS = ("dual", "search", "auto")
 HEADER = ("votes", "decision", "classes")
 #: Largest forests (trees × worlds) on which Alg. 4 (generic Apply) is compiled as a check.
 ALG4_LIMIT = 10 ** 6
@@ -104,6 +108,8 @@ class Report:
     disagreements: list[Disagreement] = field(default_factory=list)
     explained: int = 0
     interrupted: bool = False
+    #: The native engine that answered ("graphs" or "sat"; "auto" when nothing was run).
+    engine: str = "graphs"
 
     @property
     def ok(self) -> bool:
@@ -188,11 +194,17 @@ class Crosscheck:
     def __init__(self, forest: Forest, ties: str = "first",
                  oracles: Sequence[str] = ORACLES, seed: int = 0,
                  max_nodes: int | None = None, progress: Progress | None = None,
-                 also_ties: Sequence[str] = ()) -> None:
+                 also_ties: Sequence[str] = (), engine: str = "graphs",
+                 limits: dict[str, Any] | None = None) -> None:
         unknown = sorted(set(oracles) - set(ORACLES))
         if unknown:
             raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
                              f"(choose from {', '.join(ORACLES)})")
+        check_choice("engine", engine, ENGINES)
+        #: The native engine checked: "graphs", "sat", or "auto" until the compile decides.
+        self.engine = engine
+        #: The SAT engine's per-instance limits (none by default: complete answers).
+        self.limits = limits or {"limit_seconds": None, "limit_items": None}
         self.forest = forest
         self.ties = ties
         #: Tie policies checked next, whose class formulas the compile makes too (compile_dg's
@@ -210,6 +222,7 @@ class Crosscheck:
         #: Where the stages and the native compiles are reported (None: nowhere).
         self.progress = progress
         self._oracle: dict[str, Any] = {}
+        self._sat: SatEngine | None = None
 
     def _stage(self, text: str, total: int | None = None) -> None:
         if self.progress is not None:
@@ -227,7 +240,7 @@ class Crosscheck:
         try:
             return fn()
         except BudgetExceeded as exc:  # only the native engine has a node budget
-            self.native_stopped = f"stopped: {exc}"
+            self.native_stopped = f"stopped: {exc.for_cli()}"
             self.report.skip(check, "native", self.native_stopped)
             return None
         except Exception as exc:  # a crash is a finding, not a harness failure
@@ -272,27 +285,32 @@ class Crosscheck:
                                    lambda: compile_nnf(forest, ties, progress=progress))
         # One compile serves both forms: Alg. 3A's keeps Alg. 3B's conjuncts (roots_3b), and
         # the explanations reuse them (a large forest's graphs are compiled once, not thrice).
-        self._stage("compiling dg")
-        both = self._guard("formula dg-conj", ("native", "-"), None,
-                           lambda: compile_dg(forest, ties, "dg", max_nodes=budget,
-                                              progress=progress, also=self.also_ties))
-        forms["dg-conj"] = self.compiled_3b = None if both is None else replace(
-            both, form="dg-conj", roots=both.roots_3b)
-        forms["dg"] = self._guard("formula dg", ("native", "-"), None, lambda: both)
-        if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
+        if self.engine != "sat":
+            self._stage("compiling dg")
+            both = self._guard("formula dg-conj", ("native", "-"), None, self._compile_graphs)
+        if self.engine == "sat":  # the SAT engine's CNF of the NNF circuits instead
+            self._stage("compiling cnf")
+            forms["cnf"] = self._guard("formula cnf", ("native", "-"), None, self._sat_engine)
+            for form in ("dg-conj", "dg", "dg-conj alg4"):
+                self.report.skip(f"formula {form}", "native", "the SAT engine answers")
+        else:
+            forms["dg-conj"] = self.compiled_3b = None if both is None else replace(
+                both, form="dg-conj", roots=both.roots_3b)
+            forms["dg"] = self._guard("formula dg", ("native", "-"), None, lambda: both)
+        if self.engine != "sat" and len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
             self._stage("compiling dg-conj alg4")
             forms["dg-conj alg4"] = self._guard(
                 "formula dg-conj alg4", ("native", "-"), None,
                 lambda: compile_dg(forest, ties, "dg-conj", apply="generic",
                                    max_nodes=budget, progress=progress))
-        if forms["dg"] is not None:
+        if forms.get("dg") is not None:
             # Alg. 3A folds each class formula into one graph (the form CEs are negated from).
             shapes = [len(roots) for roots in forms["dg"].roots]
             self._result("formula dg is one graph per class", "native", set(shapes) == {1},
                          None, shapes, [1] * len(shapes), None)
         if len(forest.trees) * forest.n_worlds() <= ALG4_LIMIT:
             for form, comp in forms.items():
-                if form != "nnf" and comp is not None:
+                if form not in ("nnf", "cnf") and comp is not None:
                     self._invariants(f"formula {form} invariants", comp)
         for form, comp in forms.items():
             if comp is None:
@@ -306,6 +324,33 @@ class Crosscheck:
                 elif oracle is not None:
                     self._guard(check, ("native", name), None,
                                 lambda: self._compare_formulas(check, form, comp, name, oracle))
+
+    def _compile_graphs(self) -> DGCompilation | None:
+        """Alg. 3A (with Alg. 3B's conjuncts) within the node budget; under ``auto`` within
+        the explainer's capped attempt, past which the SAT engine is checked instead."""
+        forest, ties, budget = self.forest, self.ties, self.max_nodes
+        if self.engine == "graphs":
+            return compile_dg(forest, ties, "dg", max_nodes=budget, progress=self.progress,
+                              also=self.also_ties)
+        cap = AUTO_NODES if budget is None else min(budget, AUTO_NODES)
+        try:
+            both = compile_dg(forest, ties, "dg", max_nodes=cap, timeout=AUTO_SECONDS,
+                              progress=self.progress, also=self.also_ties)
+        except (BudgetExceeded, MemoryError):
+            self.engine = "sat"
+            return None
+        both.dg.set_max_nodes(budget)
+        both.dg.set_timeout(None)
+        self.engine = "graphs"
+        return both
+
+    def _sat_engine(self) -> SatEngine:
+        """The SAT engine's CNF, compiled (checked as the form ``cnf``)."""
+        if self._sat is None:
+            self._sat = SatEngine(self.forest, self.ties, limit_seconds=None, limit_items=None,
+                                  progress=self.progress)
+            self._sat.compile()
+        return self._sat
 
     def _invariants(self, check: str, comp: Any) -> None:
         """Structure, ``ordered`` flags and weak test-once of every class's graphs."""
@@ -327,6 +372,9 @@ class Crosscheck:
 
     def _compare_formulas(self, check: str, form: str, comp: Any, name: str, oracle: Any) -> None:
         forest = self.forest
+        if form == "cnf":
+            self._compare_cnf(check, comp, name, oracle)
+            return
         if name == "brute":
             accepted = circuit_worlds(form, comp, range(len(forest.classes)), oracle)
         for c, class_name in enumerate(forest.classes):
@@ -357,6 +405,25 @@ class Crosscheck:
                     self._result(check, name, ours == theirs, None, ours, theirs,
                                  instance_to_json(forest, w), f"class {class_name}")
 
+    def _compare_cnf(self, check: str, engine: SatEngine, name: str, oracle: Any) -> None:
+        """The SAT engine's goals at random worlds: ``R^c`` satisfiable with the world fixed
+        iff the oracle puts it in class ``c``, and ``¬R^c`` iff not."""
+        forest = self.forest
+        worlds = [tuple(self.rng.randrange(f.n_states) for f in forest.features)
+                  for _ in range(SAT_WORLDS)]
+        for c, class_name in enumerate(forest.classes):
+            for w in worlds:
+                if name == "brute":
+                    theirs = bool(oracle.class_worlds(c) >> oracle.worlds.index(w) & 1)
+                elif name == "bdd":
+                    theirs = oracle.holds(c, w)
+                else:
+                    theirs = oracle.member(w, c)
+                ours = engine.holds(c, w)
+                agree = ours == theirs and engine.holds(c, w, positive=False) != theirs
+                self._result(check, name, agree, None, ours, theirs,
+                             instance_to_json(forest, w), f"class {class_name}")
+
     def _result(self, check: str, engine: str, agree: bool, instance: dict[str, str] | None,
                 ours: Any, theirs: Any, counterexample: Any, detail: str = "") -> None:
         self.report.record(check, engine, agree, detail)
@@ -375,8 +442,9 @@ class Crosscheck:
         order. ``jobs > 1`` forks that many workers, which share the circuits and oracles built
         here (where fork is available); on the Dask cluster at ``dask`` each worker builds
         them once, at its first instance."""
-        explainer = Explainer(self.forest, self.ties, max_nodes=self.max_nodes,
-                              compiled=self.compiled_3b)
+        explainer = Explainer(self.forest, self.ties, engine=self.engine,
+                              max_nodes=self.max_nodes, **self.limits,
+                              compiled=self.compiled_3b if self.engine == "graphs" else None)
         # On small forests every combination of SR, robustness and NR methods faces the
         # oracles, chosen per instance (by its states: fuzz cases have three instances); on
         # large ones the defaults (what users get) alone.
@@ -384,8 +452,7 @@ class Crosscheck:
         nr_methods = ("search", "project") if len(self.forest.features) <= MAX_FEATURES \
             else ("search",)
         combos = list(itertools.product(SR_METHODS, ROBUST_METHODS, nr_methods))
-        methods = [combos[(i + sum(x)) % len(combos)] if small
-                   else (explainer.sr_method, explainer.robust_method, explainer.nr_method)
+        methods = [combos[(i + sum(x)) % len(combos)] if small else DEFAULT_METHODS
                    for i, x in enumerate(instances)]
         todo = range(start, len(instances))
         self._stage("instances", len(instances))
@@ -409,7 +476,7 @@ class Crosscheck:
         else:
             task = _explain_remote
             setup = (uuid.uuid4().hex, self.forest, self.ties, self.oracles, self.seed,
-                     self.max_nodes, instances, methods, what)
+                     self.max_nodes, self.engine, self.limits, instances, methods, what)
         finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
         shown = start  # units are passed on in instance order: a prefix of a serial run's
         # Far instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"):
@@ -440,7 +507,7 @@ class Crosscheck:
         try:
             explainer.compile(negated="ce" in what)
         except BudgetExceeded as exc:
-            self.native_stopped = f"stopped: {exc}"
+            self.native_stopped = f"stopped: {exc.for_cli()}"
             return
         except Exception:  # reported per instance by the workers' own attempts
             return
@@ -461,6 +528,13 @@ class Crosscheck:
                                                             robust_method=robust, nr_method=nr))
         if ours is None:
             return
+        self.engine = ours.engine
+        for k in ours.not_computed:
+            if k in what:
+                self.report.skip(WHAT_FIELDS[k], "native", f"not computed by the {ours.engine} "
+                                                           "engine")
+        partial = tuple(k for k in what if k in ours.incomplete)
+        what = tuple(k for k in what if k in ours.what and k not in partial)
         mine = _FieldsJson(ours)
         for name in self.oracles:
             oracle = self.oracle(name)
@@ -470,6 +544,9 @@ class Crosscheck:
                 continue
             if oracle is None:
                 continue
+            if partial:
+                self._guard("incomplete fields", ("native", name), shown,
+                            lambda: self._partial(x, shown, ours, partial, name, oracle))
             if name == "sat":
                 self._guard("explain", ("native", name), shown,
                             lambda: self._against_sat(x, shown, ours, mine, oracle, what))
@@ -489,6 +566,49 @@ class Crosscheck:
             if name == "brute" and "flips" in what:
                 self._guard("shortest flip worlds", ("native", name), shown,
                             lambda: self._flip_worlds(x, shown, ours, oracle))
+
+    def _partial(self, x: Instance, shown: dict[str, str], ours: Explanation,
+                 partial: Sequence[str], name: str, oracle: Any) -> None:
+        """Fields the engine cut short at its limits: every item must be right (the SAT
+        oracle judges each; the others' complete answers must hold it) and an incomplete
+        robustness (the smallest NR found) can only be above the true one."""
+        if name == "sat":
+            r = oracle.robustness(x)
+            for key in partial:
+                field = WHAT_FIELDS[key]
+                if key == "robust":
+                    self._result(f"{field} (incomplete)", name,
+                                 ours.robustness is None or r is not None and r <= ours.robustness,
+                                 shown, ours.robustness, r, None)
+                elif key == "ce":
+                    for t, clauses in ours.contrastive:
+                        for item in clauses:
+                            self._item(field, shown, item,
+                                       lambda: oracle.check_ce(x, t, item))
+                else:
+                    check = {"sr": oracle.check_sr, "nr": oracle.check_nr,
+                             "flips": lambda x, item: oracle.check_flip(x, item, r)}[key]
+                    for item in getattr(ours, field):
+                        self._item(field, shown, item, lambda: check(x, item))
+            return
+        theirs = oracle.explain(x, partial)
+        for key in partial:
+            field = WHAT_FIELDS[key]
+            if key == "robust":
+                agree = ours.robustness is None or theirs.robustness is not None and \
+                    theirs.robustness <= ours.robustness
+                self._result(f"{field} (incomplete)", name, agree, shown, ours.robustness,
+                             theirs.robustness, None)
+                continue
+            if key == "ce":
+                truth = dict(theirs.contrastive)
+                pairs = [(item, truth.get(t, ())) for t, items in ours.contrastive
+                         for item in items]
+            else:
+                pairs = [(item, getattr(theirs, field)) for item in getattr(ours, field)]
+            extra = [term_json(self.forest, item) for item, known in pairs if item not in known]
+            self._result(f"{field} (incomplete: items)", name, not extra, shown, extra, [],
+                         {"not_theirs": extra[:5]} if extra else None)
 
     def _flip_worlds(self, x: Instance, shown: dict[str, str], ours: Any, brute: Any) -> None:
         """The worlds :func:`rfcircuits.robustness.flips` enumerates from our shortest GNRs must be
@@ -638,9 +758,9 @@ _REMOTE: tuple[str, Crosscheck, Explainer] | None = None
 
 
 def _explain_remote(token: str, forest: Forest, ties: str, oracles: Sequence[str], seed: int,
-                    max_nodes: int | None, instances: Sequence[Instance],
-                    methods: list[tuple[str, str, str]], what: Sequence[str], i: int
-                    ) -> tuple[list[Outcome], list[Disagreement]]:
+                    max_nodes: int | None, engine: str, limits: dict[str, Any],
+                    instances: Sequence[Instance], methods: list[tuple[str, str, str]],
+                    what: Sequence[str], i: int) -> tuple[list[Outcome], list[Disagreement]]:
     """Instance ``i``'s checks on a cluster's worker. The run (circuits and oracles) is
     built at the worker's first instance of the campaign ``token`` and kept for the next."""
     global _REMOTE
@@ -648,8 +768,8 @@ def _explain_remote(token: str, forest: Forest, ties: str, oracles: Sequence[str
         if _REMOTE is not None:
             _REMOTE[1].close()
             _REMOTE = None
-        run = Crosscheck(forest, ties, oracles, seed, max_nodes)
-        explainer = Explainer(forest, ties, max_nodes=max_nodes)
+        run = Crosscheck(forest, ties, oracles, seed, max_nodes, engine=engine, limits=limits)
+        explainer = Explainer(forest, ties, engine=engine, max_nodes=max_nodes, **limits)
         run._prepare(explainer, what)
         _REMOTE = (token, run, explainer)
     _, run, explainer = _REMOTE
@@ -663,7 +783,8 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
                formulas: bool = True, seed: int = 0, max_nodes: int | None = None,
                progress: Callable[[int, int], None] | None = None, jobs: int = 1,
                start: int = 0, on_unit: OnUnit | None = None,
-               also_ties: Sequence[str] = (), dask: str | None = None) -> Report:
+               also_ties: Sequence[str] = (), dask: str | None = None,
+               engine: str = "graphs", limits: dict[str, Any] | None = None) -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
     ``progress(done, total)`` is called per instance (a :class:`Progress` also shows each
@@ -674,9 +795,14 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
     A resumed run starts at instance ``start``; ``on_unit(unit, outcomes, disagreements)``
     receives the checks of each finished unit — ``"formulas"``, then each instance index in
     order — for the caller to keep. ``also_ties``: the tie policies the caller checks next
-    (their class formulas are compiled with this run's, and handed to their runs)."""
+    (their class formulas are compiled with this run's, and handed to their runs).
+
+    ``engine``: the native engine checked, ``graphs``, ``sat`` (with its per-instance
+    ``limits``, by default none), or ``auto`` as :class:`rfcircuits.Explainer` chooses; the
+    report's ``engine`` says which answered."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes,
-                     progress if isinstance(progress, Progress) else None, also_ties)
+                     progress if isinstance(progress, Progress) else None, also_ties,
+                     engine=engine, limits=limits)
     try:
         if formulas:
             run.class_formulas()
@@ -687,4 +813,5 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
         run.report.interrupted = True
     finally:
         run.close()
+    run.report.engine = run.engine
     return run.report

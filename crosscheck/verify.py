@@ -107,7 +107,10 @@ TERM_FIELDS = frozenset({"sufficient_reasons", "general_sufficient_reasons"})
 HEADER_FIELDS = ("votes", "decision", "classes")
 #: The ``--what`` key of each explanation field.
 WHAT_OF = {name: key for key, name in WHAT_FIELDS.items()}
-KNOWN_FIELDS = frozenset({"instance", "ties", *HEADER_FIELDS, *WHAT_OF})
+#: An engine's notes on a line: who answered, which fields stopped at a limit (graded item by
+#: item, their completeness not judged) and which were not computed (absent).
+NOTE_FIELDS = ("engine", "incomplete", "not_computed")
+KNOWN_FIELDS = frozenset({"instance", "ties", *HEADER_FIELDS, *WHAT_OF, *NOTE_FIELDS})
 #: Largest :func:`gnr_cost` for which GNR / shortest-flip validity is decided on a slice too
 #: large to table.
 GNR_LIMIT = 20_000
@@ -272,6 +275,8 @@ class Claim:
     instance: Instance
     fields: dict[str, Any]
     ignored: tuple[str, ...]
+    #: The fields the line says are incomplete.
+    partial: frozenset[str] = frozenset()
 
 
 def parse_claim(forest: Forest, obj: Any, line: int, source: str, ties: str,
@@ -330,8 +335,11 @@ def parse_claim(forest: Forest, obj: Any, line: int, source: str, ties: str,
             if not isinstance(value, list):
                 raise InputError(f"{where(name)}: expected a list of class names")
             fields[name] = tuple(sorted({class_of(c, name) for c in value}))
+    partial = obj.get("incomplete", [])
+    if not isinstance(partial, list) or not all(n in WHAT_OF for n in partial):
+        raise InputError(f"{where('incomplete')}: expected a list of explanation field names")
     ignored = tuple(sorted(set(obj) - KNOWN_FIELDS))
-    return Claim(line, x, fields, ignored)
+    return Claim(line, x, fields, ignored, frozenset(partial))
 
 
 def parse_claims(forest: Forest, instances: Sequence[Instance], rows: Sequence[tuple[int, Any]],
@@ -415,6 +423,8 @@ class FieldResult:
     truth: Any = None
     scalar_status: str = "ok"
     note: str = ""
+    #: E's line says the field is incomplete: its items are graded, its completeness not.
+    partial: bool = False
 
     @property
     def status(self) -> str:
@@ -491,7 +501,14 @@ class VerifyReport:
         else:
             text = "every item correct" if unchecked else "everything correct and complete"
         if unchecked:
-            text += f"; completeness not checked for {', '.join(unchecked)} (--oracle-only)"
+            partial = {f.field for r in self.lines for f in r.fields if f.partial}
+            said = [n for n in unchecked if WHAT_FIELDS[n] in partial]
+            rest = [n for n in unchecked if n not in said]
+            if rest:
+                text += f"; completeness not checked for {', '.join(rest)} (--oracle-only)"
+            if said:
+                text += (f"; completeness not checked for {', '.join(said)} (the file says "
+                         "they are incomplete)")
         return text
 
     def summary(self) -> dict[str, Any]:
@@ -780,8 +797,12 @@ class Verifier:
     def grade(self, claim: Claim, positions: list[int]) -> LineResult:
         """Grade every field a line of E holds."""
         x, given = claim.instance, claim.fields
-        native = [n for n in given if n in WHAT_OF and n not in self.oracle_only]
+        native = [n for n in given if n in WHAT_OF and n not in self.oracle_only
+                  and n not in claim.partial]
         ours = self.explainer.explain_states(x, tuple(WHAT_OF[n] for n in native))
+        # what the native engine did not answer completely is graded by the oracle alone
+        native = [n for n in native if WHAT_OF[n] in ours.what
+                  and WHAT_OF[n] not in ours.incomplete]
         results: list[FieldResult] = []
         truth_header = {"votes": tuple(ours.votes), "decision": ours.decision,
                         "classes": tuple(sorted(ours.classes))}
@@ -796,24 +817,30 @@ class Verifier:
                 continue
             if name == "robustness":
                 results.append(self._robustness(
-                    x, given[name], ours.robustness if name in native else None, name in native))
+                    x, given[name], ours.robustness if name in native else None, name in native,
+                    name in claim.partial))
             elif name == "contrastive":
-                results.extend(self._contrastive(x, given[name], ours, name in native))
+                results.extend(self._contrastive(x, given[name], ours, name in native,
+                                                 name not in claim.partial))
             else:
                 results.append(FieldResult(name, items=self._items(
                     name, x, given[name], getattr(ours, name) if name in native else None),
-                    native=name in native))
+                    native=name in native, partial=name in claim.partial))
         graded = {f.field: f for f in results}
         pair = ("sufficient_reasons", "necessary_reasons")
-        if all(n in graded and n in self.oracle_only for n in pair):
+        if all(n in graded and n not in native and n not in claim.partial for n in pair):
             self._certify(x, *(graded[n] for n in pair))
         return LineResult(claim.line, x, positions, results, claim.ignored)
 
     def _robustness(self, x: Instance, value: int | None, ours: int | None,
-                    native: bool) -> FieldResult:
+                    native: bool, bound: bool = False) -> FieldResult:
+        """E's robustness against the oracle's; with ``bound`` (E says it is incomplete: the
+        smallest NR it found) it may be higher, or null when it found none."""
         truth = self.sat.robustness(x)
         status, note = "ok", ""
-        if value != truth:
+        if bound and (value is None or truth is not None and value >= truth):
+            pass
+        elif value != truth:
             status = "wrong"
             if truth is None:
                 note = "no flip exists (Δ is valid): the robustness is null"
@@ -826,11 +853,14 @@ class Verifier:
             note = (note + "; " if note else "") + \
                 f"the native engine says {json.dumps(ours)}, the oracle {json.dumps(truth)}"
         return FieldResult("robustness", value=value, ours=ours, truth=truth,
-                           scalar_status=status, note=note)
+                           scalar_status=status, note=note, partial=bound)
 
     def _contrastive(self, x: Instance, given: dict[int, tuple[Term, ...]],
-                     ours: Explanation, native: bool) -> list[FieldResult]:
-        """One result per target: E's and, when ``native``, the native engine's."""
+                     ours: Explanation, native: bool, certify: bool = True
+                     ) -> list[FieldResult]:
+        """One result per target: E's and, when ``native``, the native engine's; graded by
+        the oracle alone, the certificate adds missing items unless ``certify`` is False
+        (E says the field is incomplete)."""
         out = []
         expected: dict[int, tuple[Term, ...] | None] = dict(ours.contrastive) if native else {
             t: None for t in range(len(self.forest.classes)) if t not in ours.classes}
@@ -843,9 +873,11 @@ class Verifier:
                 continue
             # Oracle alone: the certificate first, whose blockers then decide the items'
             # minimality without SAT calls of their own.
-            missing = None if native else self._missing_ces(x, t, given.get(t, ()))
+            missing = None if native or not certify else \
+                self._missing_ces(x, t, given.get(t, ()))
             result = FieldResult("contrastive", target=t, items=self._items(
-                "contrastive", x, given.get(t, ()), expected[t], t), native=native)
+                "contrastive", x, given.get(t, ()), expected[t], t), native=native,
+                partial=not certify)
             if missing is not None:
                 self._add_missing(result, x, t, *missing)
             out.append(result)

@@ -150,8 +150,15 @@ def test_bench_explain_rows(tmp_path, capsys):
         captured = capsys.readouterr()
         rows = [json.loads(line) for line in captured.out.splitlines()]
         assert [r["dataset"] for r in rows] == ["iris", "wine-recog"]
-        assert all(r["stopped"] == "decision graphs exceed --max-nodes 3" for r in rows)
+        said = {r["stopped"] for r in rows}
+        assert said <= {"decision graphs exceed --max-nodes 3", BUDGET_HINT}, said
         assert "wine-recog: decision graphs exceed --max-nodes 3" in captured.err
+
+
+#: What the command line says when the decision graphs exceed ``--max-nodes 3``.
+BUDGET_HINT = ("decision graphs exceed --max-nodes 3: --engine sat explains any forest "
+               "(--engine auto, the default, turns to it by itself), or --max-nodes 0 lifts the "
+               "budget")
 
 
 def test_explain_stops_at_the_node_budget(tmp_path, capsys):
@@ -163,19 +170,23 @@ def test_explain_stops_at_the_node_budget(tmp_path, capsys):
     (tmp_path / "i.jsonl").write_text(json.dumps(SUSAN) + "\n")
     args = ["explain", "--forest", str(tmp_path / "f.json"), "--instances",
             str(tmp_path / "i.jsonl"), "--what", "nr", "--no-progress", "--max-nodes"]
-    assert main(args + ["3"]) == 1
+    assert main(args + ["3", "--engine", "graphs"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert "stopped: decision graphs exceed --max-nodes 3" in captured.err
+    assert "stopped: decision graphs exceed --max-nodes 3: --engine sat explains any forest" \
+        in captured.err
     assert "Traceback" not in captured.err
-    assert main(args + ["0"]) == 0  # no limit
+    assert main(args + ["0", "--engine", "graphs"]) == 0  # no limit
     assert json.loads(capsys.readouterr().out)["necessary_reasons"]
+    assert main(args + ["3"]) == 0  # auto, the default: the SAT engine answers
+    line = json.loads(capsys.readouterr().out)
+    assert line["engine"] == "sat" and line["necessary_reasons"]
 
 
 def test_explain_out_of_memory_is_a_message(tmp_path, capsys, monkeypatch):
     # Memory can run out before the node budget does (a ulimit, --max-nodes 0): a message,
     # exit 1, and the explanations already written are kept, as at the budget.
-    from rfcircuits import dgcompile
+    from rfcircuits import graphengine
     from rfcircuits.crosscheck.spec_examples import SUSAN
 
     (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
@@ -184,13 +195,16 @@ def test_explain_out_of_memory_is_a_message(tmp_path, capsys, monkeypatch):
     def no_memory(*args, **kwargs):
         raise MemoryError
 
-    monkeypatch.setattr(dgcompile, "compile_dg", no_memory)
-    assert main(["explain", "--forest", str(tmp_path / "f.json"), "--instances",
-                 str(tmp_path / "i.jsonl"), "--what", "nr", "--no-progress"]) == 1
+    monkeypatch.setattr(graphengine, "compile_dg", no_memory)
+    args = ["explain", "--forest", str(tmp_path / "f.json"), "--instances",
+            str(tmp_path / "i.jsonl"), "--what", "nr", "--no-progress"]
+    assert main(args + ["--engine", "graphs"]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "rfcircuits explain: stopped: out of memory" in captured.err
     assert "Traceback" not in captured.err
+    assert main(args) == 0  # auto leaves the graphs for the SAT engine
+    assert json.loads(capsys.readouterr().out)["engine"] == "sat"
 
 
 def test_outputs_get_the_permissions_of_a_plain_write(tmp_path, capsys):

@@ -92,8 +92,8 @@ def test_schemas_name_the_constants_the_code_uses():
     form = next(a for a in compile_parser._actions if a.dest == "form")
     assert set(schema("compile-summary")["properties"]["form"]["enum"]) == set(form.choices)
     explanation = schema("explanation")["properties"]
-    assert list(explanation) == ["instance", "ties", "votes", "decision", "classes",
-                                 *WHAT_FIELDS.values()]
+    assert list(explanation) == ["instance", "ties", "votes", "decision", "classes", "engine",
+                                 *WHAT_FIELDS.values(), "incomplete", "not_computed"]
     report = schema("verify-report")["$defs"]
     assert tuple(report["status"]["enum"]) == verify.STATUSES
     assert set(report["verdictName"]["enum"]) == {v for vs in verify.VERDICTS.values() for v in vs}
@@ -285,7 +285,7 @@ def test_explain_lines(trained, ties, capsys):
             assert line["ties"] == ties and line["decision"] in line["classes"]
         if what != "all":
             assert set(lines[0]) == {"instance", "ties", "votes", "decision", "classes",
-                                     "necessary_reasons", "contrastive", "robustness"}
+                                     "engine", "necessary_reasons", "contrastive", "robustness"}
 
 
 def test_explain_raw_numbers_and_a_valid_class_formula(tmp_path, capsys):

@@ -177,7 +177,7 @@ def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
 
 def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
     """A large forest's graphs are compiled once per crosscheck, not once per use."""
-    import rfcircuits.explain
+    import rfcircuits.graphengine
     import rfcircuits.crosscheck.harness as harness
 
     f, xs = make_case(5, 3, Limits())
@@ -192,7 +192,7 @@ def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
         raise AssertionError("the explainer compiled the class formulas again")
 
     monkeypatch.setattr(harness, "compile_dg", counted)
-    monkeypatch.setattr(rfcircuits.explain, "compile_dg", again)
+    monkeypatch.setattr(rfcircuits.graphengine, "compile_dg", again)
     report = crosscheck(f, xs, oracles=("brute",))
     assert report.ok, report.table()
     assert ordered.count(True) == 1
@@ -267,7 +267,7 @@ def test_native_node_budget_skips_its_checks_and_keeps_the_oracles(tmp_path, cap
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
     (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
     args = ["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
-            str(tmp_path / "i.jsonl"), "--oracles", "brute", "--max-nodes"]
+            str(tmp_path / "i.jsonl"), "--oracles", "brute", "--engine", "graphs", "--max-nodes"]
     assert main(args + ["3"]) == 0
     assert "native: stopped: decision graphs exceed --max-nodes 3" in capsys.readouterr().out
     assert main(args + ["-1"]) == 2
@@ -280,7 +280,8 @@ def test_crosscheck_warns_when_nothing_was_compared(tmp_path, capsys):
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
     (tmp_path / "i.jsonl").write_text(json.dumps(instance_to_json(f, xs[0])) + "\n")
     args = ["crosscheck", "--forest", str(tmp_path / "f.json"), "--instances",
-            str(tmp_path / "i.jsonl"), "--oracles", "sat", "--no-formulas", "--no-progress"]
+            str(tmp_path / "i.jsonl"), "--oracles", "sat", "--no-formulas", "--no-progress",
+            "--engine", "graphs"]
     assert main(args + ["--max-nodes", "3"]) == 0
     captured = capsys.readouterr()
     assert "ties first: 0 checks, 0 disagreements" in captured.out
@@ -336,7 +337,7 @@ def test_jobs_give_the_serial_report(monkeypatch):
 
 
 def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt(monkeypatch):
-    import rfcircuits.explain
+    import rfcircuits.graphengine
 
     f, xs = susan_case()
     serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, formulas=False)
@@ -345,8 +346,8 @@ def test_jobs_share_the_budget_stop_and_keep_finished_checks_on_interrupt(monkey
     assert sum(o.check == "explain" for o in parallel.outcomes) == 3
     # Stopped by the class-formula checks, the explainer is not compiled again to be shared.
     compiles = []
-    real = rfcircuits.explain.compile_dg
-    monkeypatch.setattr(rfcircuits.explain, "compile_dg",
+    real = rfcircuits.graphengine.compile_dg
+    monkeypatch.setattr(rfcircuits.graphengine, "compile_dg",
                         lambda *a, **k: compiles.append(1) or real(*a, **k))
     serial = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3)
     parallel = crosscheck(f, xs * 3, oracles=("brute",), max_nodes=3, jobs=2)

@@ -37,7 +37,7 @@ def test_the_protocol_lists_what_the_facade_uses():
     assert set(METHODS) == {
         "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
         "threshold", "tree_formulas", "evaluate", "min_true_sets", "reachable", "collect",
-        "clear", "node_bytes", "set_budget",
+        "clear", "node_bytes", "set_budget", "set_deadline",
         "prepare",
         "min_deviations", "falsified"}
     assert set(ATTRIBUTES) <= set(Store.__annotations__)
@@ -143,6 +143,7 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
             call("lookup", f, random_segments(rng, n_states[f], nodes))
         elif kind < 0.87:
             call("clear")
+            call("set_deadline", None, "too long")  # none was set: nothing changes
         elif kind < 0.9:  # a tight budget for one Apply, then none again
             call("set_budget", len(store) - 2 + rng.randint(0, 3), "too many nodes")
             made = call("apply", rng.randrange(2), rng.choice(ordered), rng.choice(ordered))

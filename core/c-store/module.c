@@ -487,6 +487,27 @@ static PyObject *Store_set_budget(Store *S, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* PyStore.set_deadline: a new deadline (a time.monotonic() value, None: none) and its
+   message. */
+static PyObject *Store_set_deadline(Store *S, PyObject *args)
+{
+    PyObject *deadline, *message;
+    if (!PyArg_ParseTuple(args, "OU:set_deadline", &deadline, &message))
+        return NULL;
+    if (deadline == Py_None) {
+        S->has_deadline = 0;
+    } else {
+        double when = PyFloat_AsDouble(deadline);
+        if (when == -1.0 && PyErr_Occurred())
+            return NULL;
+        S->deadline = when;
+        S->has_deadline = 1;
+    }
+    Py_INCREF(message);
+    Py_SETREF(S->time_message, message);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Store_clear(Store *S, PyObject *Py_UNUSED(ignored))
 {
     if (reset_computed(S) < 0)
@@ -647,6 +668,9 @@ static PyMethodDef Store_methods[] = {
     {"set_budget", (PyCFunction)Store_set_budget, METH_VARARGS,
      "set_budget($self, max_nodes, message, /)\n--\n\n"
      "Replace the node budget (None: none) and its error message."},
+    {"set_deadline", (PyCFunction)Store_set_deadline, METH_VARARGS,
+     "set_deadline($self, deadline, message, /)\n--\n\n"
+     "Replace the deadline (a time.monotonic() value; None: none) and its error message."},
     {"clear", (PyCFunction)Store_clear, METH_NOARGS,
      "clear($self, /)\n--\n\n"
      "Drop Apply's computed tables."},

@@ -127,8 +127,8 @@ class Table:
 def stopped(table: Table, row: dict[str, Any], exc: BudgetExceeded) -> None:
     """The row of a dataset whose compile exceeded the node budget: its name, #T and (JSON)
     why; the message also on stderr."""
-    print(f"[bench] {row['dataset']}: {exc}", file=sys.stderr, flush=True)
-    table.row({**row, "stopped": str(exc)})
+    print(f"[bench] {row['dataset']}: {exc.for_cli()}", file=sys.stderr, flush=True)
+    table.row({**row, "stopped": exc.for_cli()})
 
 
 def _fmt(v: Any) -> str:
@@ -271,6 +271,32 @@ def _frozen() -> Iterator[Callable[[], None]]:
         gc.unfreeze()
 
 
+def _beside_sat(forest: Any, instances: Sequence[Any], what: Sequence[str],
+                answers: Sequence[Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The SAT engine on the same instances (its default limits, or ``--limit-*``): seconds
+    per instance (its compile apart, ``t_sat_compile``), the share of its fields complete,
+    and how many complete fields differ from the decision graphs' (must be 0)."""
+    from rfcircuits.explain import Explainer
+
+    start = time.perf_counter()
+    sat = Explainer(forest, engine="sat", limit_seconds=args.limit_seconds or None,
+                    limit_items=args.limit_items or None)
+    sat.compile()
+    compiled = time.perf_counter()
+    fields = complete = differ = 0
+    for x, ours in zip(instances, answers):
+        theirs = sat.explain_states(x, what)
+        fields += len(what)
+        for key in theirs.what:
+            if key not in theirs.incomplete:
+                complete += 1
+                differ += theirs.field_json(key) != ours.field_json(key)
+    n = max(1, len(instances))
+    return {"t_sat_compile": round(compiled - start, 3),
+            "t_sat": round((time.perf_counter() - compiled) / n, 6),
+            "sat_complete": round(complete / max(1, fields), 3), "sat_differ": differ}
+
+
 def bench_explain(args: argparse.Namespace) -> int:
     """Table 3 (SRs, NRs, robustness, shortest GNRs) and Table 4 (CEs) per test instance.
 
@@ -286,7 +312,8 @@ def bench_explain(args: argparse.Namespace) -> int:
     expansion of CR and ``t_cr`` building CR for it, over the first ``--expand`` instances
     only (the slow method on large graphs, where it would dominate the run). Each
     explanation is timed with the garbage collector off (:func:`_no_gc`), the objects alive
-    before it frozen (:func:`_frozen`)."""
+    before it frozen (:func:`_frozen`). The SAT engine's columns beside them are
+    :func:`_beside_sat`'s, on the same instances."""
     from rfcircuits.explain import Explainer, Timings
 
     table3 = Table([("dataset", "dataset", 13), ("t", "#T", 4), ("n_rf", "#N_RF", 6),
@@ -298,7 +325,9 @@ def bench_explain(args: argparse.Namespace) -> int:
                     ("paper_c_nr", "paper", 7), ("r", "r", 5), ("paper_r", "paper", 5),
                     ("nr_by", "NRs by", 7),
                     ("t_sgnr", "T_sGNR", 8), ("paper_t_sgnr", "paper", 7),
-                    ("c_sgnr", "#C_sGNR", 7), ("paper_c_sgnr", "paper", 7)], args.json)
+                    ("c_sgnr", "#C_sGNR", 7), ("paper_c_sgnr", "paper", 7),
+                    ("t_sat", "T SAT", 8), ("sat_complete", "SAT cmpl", 8),
+                    ("sat_differ", "differ", 6)], args.json)
     rows4 = []
     for name, ref, trees, trained in configurations(paper.TABLE3, args):
         forest = trained.forest
@@ -306,7 +335,8 @@ def bench_explain(args: argparse.Namespace) -> int:
         multi = name in paper.TABLE4
         try:
             with Progress(f"{name}: compiling", enabled=not args.no_progress) as progress:
-                explainer = Explainer(forest, max_nodes=args.node_budget, progress=progress)
+                explainer = Explainer(forest, engine="graphs", max_nodes=args.node_budget,
+                                      progress=progress)
                 explainer.compile(negated=multi)
         except BudgetExceeded as exc:
             stopped(table3, {"dataset": name, "t": trees}, exc)
@@ -316,12 +346,14 @@ def bench_explain(args: argparse.Namespace) -> int:
         what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())
         timing, expand = Timings(), Timings()
         counts = {"sr": 0, "nr": 0, "sgnr": 0, "ce": 0, "r": 0, "robust": 0}
+        answers = []
         with _frozen() as freeze, Progress(f"{name}: instances",
                                            enabled=not args.no_progress) as progress:
             for i, x in enumerate(instances):
                 progress(i, len(instances))
                 with _no_gc():
                     e = explainer.explain_states(x, what, timing)
+                answers.append(e)
                 if i < args.expand:
                     with _no_gc():
                         explainer.explain_states(x, ("sr",), expand, sr_method="expand")
@@ -353,10 +385,11 @@ def bench_explain(args: argparse.Namespace) -> int:
         row.update(pair("t_nr", round(timing.nr / n, 6), "T_NR"))
         row.update(pair("c_nr", round(counts["nr"] / n, 2), "C_NR"))
         row.update(pair("r", round(counts["r"] / max(1, counts["robust"]), 2), "r"))
-        projected, graphs = explainer.projected()
+        projected, graphs = explainer.graphs.projected()
         row["nr_by"] = ("proj" if projected == graphs else "search" if not projected
                         else f"proj {projected}/{graphs}")
         row["t_gr"] = round(timing.reasons / n, 6)
+        row.update(_beside_sat(forest, instances, what, answers, args))
         row.update(pair("t_sgnr", round(timing.flips / n, 6), "T_sGNR"))
         row.update(pair("c_sgnr", round(counts["sgnr"] / n, 2), "C_sGNR"))
         if multi:

@@ -54,9 +54,9 @@ def run_demo() -> int:
     comp = compile_nnf(forest)
     print(f"Class formulas as NNF circuits (paper Alg. 3, sorting networks): "
           f"{comp.total_nodes()} nodes in {time.perf_counter() - start:.3f} s")
-    explainer = Explainer(forest)
+    explainer = Explainer(forest, engine="graphs")
     start = time.perf_counter()
-    graphs = explainer.compiled
+    graphs = explainer.graphs.compiled
     print(f"Class formulas as conjunctions of decision graphs (Alg. 3B, votes counted top-down): "
           f"{graphs.total_nodes()} nodes in {time.perf_counter() - start:.3f} s "
           f"(store: {backend_text()})")

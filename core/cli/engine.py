@@ -129,6 +129,8 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--out", help="write the explanations to this file (default: stdout; - is "
                                  "stdout too)")
     add_resume(p, "explanations")
+    add_engine(p)
+    add_limits(p)
     add_max_nodes(p)
     add_no_progress(p)
     p.set_defaults(handler=cmd_explain)
@@ -138,9 +140,10 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
 
     p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
     extra = bench_extra or {}
-    p.add_argument("what", choices=("compile", "explain", *extra),
+    p.add_argument("what", choices=("compile", "explain", "engines", *extra),
                    help="the table: compile (Tables 1, 2 and 4, by --form), explain (Tables 3 "
-                        "and 4's counterfactuals)" + "".join(
+                        "and 4's counterfactuals), engines (decision graphs, the SAT engine "
+                        "and auto on Table 2's forests, side by side)" + "".join(
                             f", {name} ({text})" for name, (_, text) in extra.items()))
     p.add_argument("--data-dir", help="directory with the datasets' CSV files (every table "
                                       "but campaigns)")
@@ -153,6 +156,13 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
+    p.add_argument("--rows", type=positive_int, default=20,
+                   help="engines: test rows explained per forest")
+    p.add_argument("--what", dest="fields", default="sr,nr,ce,robust,flips",
+                   help="engines: the fields explained (all, or a comma list)")
+    p.add_argument("--ties", choices=(*TIES, "both"), default="both",
+                   help="engines: the tie policies run")
+    add_limits(p)
     if bench_extra:
         p.add_argument("--suite", choices=("paper", "trained"), default="paper",
                        help="oracles: Table 3's forests (depth 4; SRs and robustness), or the "
@@ -170,6 +180,35 @@ def add_ties(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ties", choices=TIES, default="first",
                    help="tie policy: first (a tie goes to the first tied class) or all (to "
                         "every tied class)")
+
+
+def add_engine(p: argparse.ArgumentParser) -> None:
+    """``--engine``: which engine answers (:class:`rfcircuits.Explainer`'s ``engine``)."""
+    p.add_argument("--engine", choices=("auto", "graphs", "sat"), default="auto",
+                   help="graphs: decision graphs (every field, complete; large forests may not "
+                        "fit); sat: SAT calls on the NNF circuits (any forest; enumerations stop "
+                        "at --limit-seconds/--limit-items; no GSRs or GNRs); auto: the graphs "
+                        "when they compile within 10 s and the node budget, else sat")
+
+
+def add_limits(p: argparse.ArgumentParser) -> None:
+    """The SAT engine's per-instance limits (``limit_seconds``, ``limit_items``)."""
+    from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS
+
+    p.add_argument("--limit-seconds", type=float, default=LIMIT_SECONDS, metavar="S",
+                   help="SAT engine: seconds an instance's enumerations may take in all (0: no "
+                        "limit); a field cut short is listed in the line's 'incomplete'")
+    p.add_argument("--limit-items", type=int, default=LIMIT_ITEMS, metavar="N",
+                   help="SAT engine: items an enumerated field may hold (0: no limit)")
+
+
+def limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``limit_seconds`` and ``limit_items`` as ``--limit-seconds``/``--limit-items`` ask."""
+    if not (args.limit_seconds >= 0 and math.isfinite(args.limit_seconds)):
+        raise InputError("--limit-seconds must be 0 (no limit) or a positive number")
+    if args.limit_items < 0:
+        raise InputError("--limit-items must be 0 (no limit) or positive")
+    return {"limit_seconds": args.limit_seconds or None, "limit_items": args.limit_items or None}
 
 
 def add_counter(p: argparse.ArgumentParser) -> None:
@@ -214,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"rfcircuits {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BudgetExceeded as exc:
-        print(f"rfcircuits {args.command}: stopped: {exc}", file=sys.stderr)
+        print(f"rfcircuits {args.command}: stopped: {exc.for_cli()}", file=sys.stderr)
         return 1
     except MemoryError:  # the machine's or a ulimit's memory ran out before --max-nodes did
         print(f"rfcircuits {args.command}: stopped: out of memory (--max-nodes N stops the "
@@ -400,7 +439,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             except ValueError:
                 raise InputError(f"{where}: not an explanation; remove the file or run "
                                  "without --resume") from None
-            if n > len(instances) or not isinstance(obj, dict) or set(obj) != keys or \
+            if n > len(instances) or not isinstance(obj, dict) or _fields(obj) != keys or \
                     obj["ties"] != args.ties or \
                     obj["instance"] != instance_to_json(forest, instances[n - 1]):
                 raise InputError(f"{where}: not an explanation of instance {n} of "
@@ -409,14 +448,34 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
     with record_output(args.out, args.resume, accept, "explanations") as out, \
             Progress("compiling", enabled=not args.no_progress) as progress:
-        explainer = Explainer(forest, args.ties, max_nodes=budget, progress=progress)
+        options = {"max_nodes": budget, **limits(args)}
+        explainer = Explainer(forest, args.ties, engine=args.engine, progress=progress,
+                              **options)
         if len(instances) > len(out.resumed):  # up front: the bar shows the compile apart
             explainer.compile()
         progress.stage("instances", len(instances))
-        for done, x in enumerate(instances[len(out.resumed):], start=len(out.resumed) + 1):
-            out.write(explainer.explain_states(x, what).to_line() + "\n")
-            progress(done, len(instances))
+        if explainer.choice:
+            progress.note(f"engine {explainer.choice}")
+        rows_on = getattr(args, "rows_on", None)  # --jobs/--dask: the campaign backends
+        if rows_on is None:
+            lines = ((i, explainer.explain_states(x, what).to_line())
+                     for i, x in enumerate(instances) if i >= len(out.resumed))
+        else:
+            lines = rows_on(args, explainer, instances, what, len(out.resumed),
+                            {**options, "engine": explainer.engine.name})
+        for i, line in lines:
+            out.write(line + "\n")
+            progress(i + 1, len(instances))
     return 0
+
+
+def _fields(line: dict[str, Any]) -> set[str]:
+    """The header and field names an explanation line answers for: its keys without the
+    engine's notes, with the fields it names as not computed."""
+    skipped = line.get("not_computed", [])
+    return (set(line) - {"engine", "incomplete", "not_computed"}) | \
+        (set(skipped) if isinstance(skipped, list) and all(isinstance(k, str) for k in skipped)
+         else set())
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -434,6 +493,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     args.node_budget = max_nodes(args)
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
+    if args.what == "engines":
+        from rfcircuits.cli.enginebench import bench_engines
+
+        return bench_engines(args)
     from rfcircuits.cli.bench import run_bench
 
     return run_bench(args)

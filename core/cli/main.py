@@ -13,13 +13,14 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rfcircuits import __version__
 from rfcircuits.atomicio import PARTIAL
-from rfcircuits.cli.engine import (Parser, add_commands, add_max_nodes, add_no_progress,
-                                   add_resume, max_nodes, positive_int, positive_seconds, run)
+from rfcircuits.cli.engine import (Parser, add_commands, add_engine, add_limits,
+                                   add_max_nodes, add_no_progress, add_resume, limits,
+                                   max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
@@ -74,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     from rfcircuits.cli.campaigns import add_options
 
     add_options(sub.choices["bench"])
+    add_backend(sub.choices["explain"])
+    sub.choices["explain"].set_defaults(rows_on=_rows_on)
 
     p = sub.add_parser("crosscheck", help="compare the native engine with independent oracles")
     p.add_argument("--forest", help="forest file (rfcircuits.forest/1); with --instances, "
@@ -91,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "sr,nr,gsr,gnr,ce,robust,flips")
     p.add_argument("--no-formulas", action="store_true", help="skip the class-formula checks")
     add_backend(p)
+    add_engine(p)
+    add_limits(p)
     add_max_nodes(p)
     p.add_argument("--repro", default="rfcircuits-repro.json",
                    help="where to write the repro file on a disagreement")
@@ -117,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree in a case")
     p.add_argument("--oracles", default=",".join(ORACLE_NAMES),
                    help="comma list of the oracles to compare with")
+    p.add_argument("--engine", choices=("graphs", "sat", "both"), default="both",
+                   help="the native engines each case runs through (the SAT engine without "
+                        "limits)")
     p.add_argument("--out", default="fuzz-failures", help="directory for shrunk failing cases")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--adapter", metavar="NAME",
@@ -217,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--oracles", nargs="?", const=",".join(ORACLE_NAMES),
                    help="also re-confirm with these oracles (comma list; alone: all; absent: "
                         "the native engine only)")
+    add_engine(q)
     add_no_progress(q)
     p.set_defaults(handler=cmd_corpus)
     return parser
@@ -230,6 +239,18 @@ def _mutate(args: argparse.Namespace) -> int:
 
 
 ORACLE_NAMES = ("brute", "bdd", "sat")
+#: How the crosscheck report names the native engines.
+ENGINE_NAMES = {"graphs": "decision graphs", "sat": "SAT on the NNF circuits"}
+
+
+def _rows_on(args: argparse.Namespace, explainer: Any, instances: Sequence[Any],
+             what: Sequence[str], start: int, options: dict[str, Any]
+             ) -> Iterator[tuple[int, str]]:
+    """``explain``'s lines from row ``start`` on, in order: on this process, ``--jobs``
+    workers or a ``--dask`` cluster (:mod:`rfcircuits.crosscheck.explain_rows`)."""
+    from rfcircuits.crosscheck.explain_rows import explain_rows
+
+    return explain_rows(explainer, instances, what, start, args.jobs, backend(args), options)
 
 
 def _bench_oracles(args: argparse.Namespace) -> int:
@@ -270,6 +291,10 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                      for i, x in enumerate(doc["instances"])]
         ties_list = [doc.get("ties", "first")] if args.ties == "first" else \
             (list(TIES) if args.ties == "both" else [args.ties])
+        if args.engine == "auto":  # the engine that disagreed, unless --engine says which
+            args.engine = doc.get("engine", "graphs")
+            if args.engine not in ("graphs", "sat"):
+                raise InputError(f"{args.replay}: engine {args.engine!r} is not graphs or sat")
     else:
         if not args.forest or not args.instances:
             raise InputError("give --forest and --instances, or --replay")
@@ -333,12 +358,14 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                         formulas="formulas" in todo, max_nodes=budget, progress=bar,
                         jobs=args.jobs, start=len(done) - ("formulas" in done),
                         on_unit=functools.partial(keep, ties) if out else None,
-                        also_ties=later, dask=dask)
+                        also_ties=later, dask=dask, engine=args.engine, limits=limits(args))
                 report.outcomes.extend(new.outcomes)
                 report.disagreements.extend(new.disagreements)
                 report.explained, report.interrupted = new.explained, new.interrupted
+                report.engine = new.engine
             checks = report.checks()
-            print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements")
+            print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements "
+                  f"(native engine: {ENGINE_NAMES.get(report.engine, report.engine)})")
             print(report.table())
             if not checks and not report.interrupted:
                 # exit 0 (no disagreement), but a run that verified nothing must not read as a
@@ -358,7 +385,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         if failed:
             ties = failed[0][0]
             write_json(args.repro, repro(forest, instances, ties,
-                                         [d for t, d in failed if t == ties]))
+                                         [d for t, d in failed if t == ties],
+                                         engine=prior[ties].engine))
             print(f"repro written to {os.path.abspath(args.repro)}")
         if report.interrupted:
             raise KeyboardInterrupt  # the finished units stay in the partial file
@@ -387,7 +415,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     limits = Limits(args.max_features, max(2, args.max_states), args.max_trees,
                     max(2, args.max_classes), args.max_depth)
     summary = fuzz(seconds, args.seed, args.jobs, limits, args.out, _oracles(args.oracles),
-                   progress=not args.no_progress, cases=args.cases, dask=backend(args))
+                   progress=not args.no_progress, cases=args.cases, dask=backend(args),
+                   engines=("graphs", "sat") if args.engine == "both" else (args.engine,))
     print(summary_json(summary) if args.json else summary_text(summary))
     if summary.interrupted:
         return exit_status()
@@ -433,7 +462,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
                         failures_dir=args.failures, resume=args.resume, dask=backend(args))
     else:
         oracles = _oracles(args.oracles) if args.oracles is not None else ()
-        summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress)
+        summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress,
+                        engine=args.engine)
     print(summary.text())
     return 0 if summary.ok else 1
 

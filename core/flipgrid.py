@@ -1,0 +1,133 @@
+"""Shortest flips of an instance, read off the class formula's circuit conditioned on the
+instance outside a few features (for the SAT engine, :mod:`rfcircuits.satengine`).
+
+Given the feature sets ``V`` of the shortest NRs (robustness ``r = |V|``), the shortest
+flips on ``V`` are the worlds that differ from ``x`` on every feature of ``V``, agree with it
+elsewhere and leave Δ; the shortest GNRs on ``V`` are the clauses whose violations are
+exactly those worlds, i.e. the negations of the maximal boxes inside them
+(docs/semantics.md: shortest flips).
+
+The NNF circuit of Δ (paper Alg. 3) is conditioned on ``x`` outside ``V`` (literals on other
+features become constants and fold away), which leaves a small circuit over ``V``. The states
+of each feature of ``V`` fall into *atoms*, the classes of states that no literal of that
+circuit tells apart; the circuit is evaluated once on the grid of atoms (NumPy arrays per
+node), and the maximal boxes of the cells outside Δ are read off with
+:func:`rfcircuits.boxes.boxes_in`. The decision graphs compute the same clauses by paper
+Alg. 6–7 on the general reason; the SAT oracle checks them by counting the trees' votes.
+
+Cost: one pass over the circuit of Δ for the union of the sets, then per set a pass over
+the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts);
+a set with more than ``max_cells`` cells is skipped and the answer marked incomplete.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+
+from rfcircuits.boxes import boxes_in, grid_sizes
+from rfcircuits.forest import mask_states as bits
+from rfcircuits.nnf import AND, CONST, FALSE, LIT, NNF, TRUE
+from rfcircuits.terms import Clause
+
+#: Largest grid of atoms tabled for one feature set.
+MAX_CELLS = 1 << 20
+
+
+def condition(nnf: NNF, root: int, x: Sequence[int], free: int, out: NNF) -> int:
+    """The node ``root`` of ``nnf`` with every feature outside the bitmask ``free`` set to
+    its state in ``x``, built in ``out`` (constants folded). Linear in the circuit."""
+    def lit(f: int, mask: int) -> int:
+        if free >> f & 1:
+            return out.literal(f, mask)
+        return TRUE if mask >> x[f] & 1 else FALSE
+
+    return nnf.fold([root], lambda v: TRUE if v else FALSE, lit, out.conj, out.disj)[0]
+
+
+def shortest_gnrs(nnf: NNF, root: int, x: Sequence[int], sets: Sequence[int],
+                  max_cells: int = MAX_CELLS) -> tuple[list[Clause], bool]:
+    """``(clauses, complete)``: the shortest GNRs on each feature set of ``sets`` (the
+    shortest NR sets of ``x``; Δ is ``root``), and False when some set's grid had more than
+    ``max_cells`` cells (its clauses are then missing)."""
+    out = NNF(nnf.features)
+    near = condition(nnf, root, x, functools.reduce(int.__or__, sets, 0), out)
+    clauses: list[Clause] = []
+    complete = True
+    for v in sets:
+        found = _on_set(out, condition(out, near, x, v, out), x, bits(v), max_cells)
+        if found is None:
+            complete = False
+        else:
+            clauses.extend(found)
+    return clauses, complete
+
+
+def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
+            max_cells: int) -> list[Clause] | None:
+    """The shortest GNRs on ``features`` from Δ conditioned on ``x`` elsewhere (``root``);
+    None when the grid is too large."""
+    nodes = nnf.reachable([root])
+    axis = {f: i for i, f in enumerate(features)}
+    masks: list[set[int]] = [set() for _ in features]
+    for n in nodes:
+        if nnf.kind[n] == LIT:
+            masks[axis[nnf.args[n][0]]].add(nnf.args[n][1])
+    atoms = [_atoms(nnf.features[f].n_states, masks[i]) for i, f in enumerate(features)]
+    shape = tuple(len(a) for a in atoms)
+    sizes = grid_sizes(list(shape))
+    if sizes[0] > max_cells:
+        return None
+    last = {}  # each node's last reader: its array is dropped once that one is built
+    for n in nodes:
+        if nnf.kind[n] >= AND:
+            for c in nnf.args[n]:
+                last[c] = n
+    value: dict[int, np.ndarray] = {}
+    for n in nodes:
+        kind, args = nnf.kind[n], nnf.args[n]
+        if kind == CONST:
+            value[n] = np.full(shape, n == TRUE)
+        elif kind == LIT:
+            i = axis[args[0]]
+            inside = np.array([a & args[1] != 0 for a in atoms[i]])
+            value[n] = inside.reshape(tuple(len(atoms[i]) if j == i else 1
+                                            for j in range(len(shape))))
+        else:
+            combine = np.logical_and if kind == AND else np.logical_or
+            value[n] = functools.reduce(combine, (value[c] for c in args))
+            for c in args:
+                if last[c] == n:
+                    del value[c]
+    flips = ~np.broadcast_to(value[root], shape)
+    for i, f in enumerate(features):  # a flip changes every feature of the set
+        home = next(a for a, m in enumerate(atoms[i]) if m >> x[f] & 1)
+        flips = flips & (np.arange(shape[i]) != home).reshape(
+            tuple(shape[i] if j == i else 1 for j in range(len(shape))))
+    flat = np.ascontiguousarray(flips).reshape(-1)
+    region = int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
+    out: list[Clause] = []
+    for box in boxes_in(region, sizes, 0) if region else []:
+        clause = []
+        for i, f in enumerate(features):
+            states = 0
+            for a in bits(box[i]):
+                states |= atoms[i][a]
+            clause.append((f, nnf.features[f].full & ~states))
+        out.append(tuple(clause))
+    return out
+
+
+def _atoms(n_states: int, masks: set[int]) -> list[int]:
+    """The coarsest partition of the states into sets that no mask splits (state masks,
+    ordered by their first state)."""
+    groups: dict[int, int] = {}
+    order = sorted(masks)
+    for s in range(n_states):
+        key = 0
+        for k, m in enumerate(order):
+            key |= (m >> s & 1) << k
+        groups[key] = groups.get(key, 0) | 1 << s
+    return sorted(groups.values(), key=lambda m: m & -m)

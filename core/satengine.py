@@ -1,0 +1,455 @@
+"""The SAT engine: exact explanations from the paper's NNF class formulas (Alg. 1–3) with
+incremental SAT calls, for forests whose decision graphs do not fit.
+
+The class formulas are compiled once per forest and tie policy as NNF circuits and encoded
+to CNF (:class:`rfcircuits.cnf.CircuitCNF`). Each *goal* — ``¬R^d`` for the reasons of a
+decision ``d``, ``R^t`` for contrastive explanations towards ``t`` — gets its own solver,
+built on first use and kept for every instance; an instance enters only as assumptions
+(its states on the features a query fixes), so nothing piles up between instances but the
+solver's learnt clauses. Per instance:
+
+- **decision and votes**: from the trees (:class:`rfcircuits.forest.Forest`);
+- **SRs and NRs** together, by dualize and advance on ``¬R^d`` (:mod:`rfcircuits.dualize`):
+  the SRs are its minimal blockers, the NRs its minimal freers;
+- **CEs** for each class ``t`` the instance is not in: the minimal freers of ``R^t``
+  (with two classes under ties ``first``, ``R^t = ¬R^d``: the NRs);
+- **robustness**: the NRs' smallest size when they are complete, else the least ``k`` for
+  which a world outside Δ differs from ``x`` on at most ``k`` features (a totalizer over one
+  selector per feature, an instance's link to it switched on by an activation literal);
+  then every freer of that size, by blocking each one found: the shortest NR sets;
+- **shortest flips**: the shortest GNRs on those sets (:mod:`rfcircuits.flipgrid`);
+- GSRs and GNRs are not computed by this engine (:data:`NOT_COMPUTED`).
+
+Enumerations stop at a per-instance time limit, shared fairly among the instance's tasks
+(what one leaves goes to the next), and at a number of items per field; a field cut short
+is listed in the explanation's ``incomplete``, and every item in it is still exact.
+:meth:`SatEngine.sufficient_reasons` streams SRs as a generator. :meth:`SatEngine.one_sr`
+(one SR by deletion, shrunk by UNSAT cores) and :meth:`SatEngine.shortest_sr` (a smallest
+SR, by implicit hitting sets) answer single questions.
+
+Solvers are MiniSat 2.2 through PySAT: about as fast as CaDiCaL on these calls and, unlike
+CaDiCaL in PySAT, interruptible at a time limit (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence, Sized
+
+from pysat.card import ITotalizer
+from pysat.examples.hitman import Hitman
+from pysat.solvers import Solver
+
+from rfcircuits._engine_abc import Timings
+from rfcircuits.cnf import CircuitCNF
+from rfcircuits.dualize import BLOCKER, dualize
+from rfcircuits.errors import InputError
+from rfcircuits.explanation import ALL_WHAT, Explanation
+from rfcircuits.flipgrid import shortest_gnrs
+from rfcircuits.forest import Forest, Instance, check_ties
+from rfcircuits.forest import mask_states as bits
+from rfcircuits.robustness import shortest_sets
+from rfcircuits.terms import Term, simple, simple_terms
+
+
+#: The ``what`` keys this engine does not compute (the decision-graph engine does).
+NOT_COMPUTED = ("gsr", "gnr")
+#: Default per-instance limits: seconds for all of an instance's enumerations, and items
+#: per enumerated field.
+LIMIT_SECONDS = 10.0
+LIMIT_ITEMS = 10_000
+SOLVER = "minisat22"
+
+
+class OutOfTime(Exception):
+    """A goal's time limit passed (between calls, or interrupting one)."""
+
+
+class _Goal:
+    """A solver holding one goal's clauses (``R^c`` or ``¬R^c``), with its literal."""
+
+    def __init__(self, cnf: CircuitCNF, c: int, positive: bool) -> None:
+        self.literal, clauses, self.n_vars = cnf.goal(c, positive)
+        self.solver = Solver(name=SOLVER, bootstrap_with=clauses)
+        # every variable, in a clause or not, gets a value in models and a phase
+        self.solver.add_clause([self.n_vars, -self.n_vars])
+        self.deadline = math.inf
+        self._selectors: list[int] = []  # per feature, "may differ from the instance"
+        self._counter: ITotalizer | None = None
+
+    def solve(self, assumptions: list[int]) -> bool:
+        """One call under the goal's time limit (OutOfTime when it has passed)."""
+        if time.perf_counter() >= self.deadline:
+            raise OutOfTime
+        answer = self.solver.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        if answer is None:
+            raise OutOfTime
+        return answer
+
+    @contextlib.contextmanager
+    def until(self, deadline: float) -> Iterator[None]:
+        """Calls inside stop at ``deadline`` (a running call is interrupted)."""
+        self.deadline = deadline
+        timer = None
+        if deadline < math.inf:
+            timer = threading.Timer(max(0.0, deadline - time.perf_counter()),
+                                    self.solver.interrupt)
+            timer.daemon = True
+            timer.start()
+        try:
+            yield
+        finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()
+                self.solver.clear_interrupt()
+            self.deadline = math.inf
+
+    def counter(self, n: int) -> tuple[list[int], list[int]]:
+        """``(selectors, at_least)``: one selector per feature and ``at_least[k]`` true when
+        more than ``k`` selectors are (a totalizer, added on first use)."""
+        if self._counter is None:
+            self._selectors = [self.new_var() for _ in range(n)]
+            self._counter = ITotalizer(lits=self._selectors, ubound=n, top_id=self.n_vars)
+            self.n_vars = max(self.n_vars, self._counter.top_id)
+            self.solver.append_formula(self._counter.cnf.clauses)
+        return self._selectors, self._counter.rhs
+
+    def new_var(self) -> int:
+        """A variable no clause of this goal uses yet."""
+        self.n_vars += 1
+        return self.n_vars
+
+
+class _Instance:
+    """Queries about one instance on one goal: which features a world found differs on."""
+
+    def __init__(self, goal: _Goal, cnf: CircuitCNF, x: Instance) -> None:
+        self.goal = goal
+        self.x = x
+        self.features = [f for f, s in enumerate(cnf.state) if s is not None]
+        self.universe = sum(1 << f for f in self.features)
+        self.fix = [cnf.state[f][x[f]] if cnf.state[f] is not None else 0  # type: ignore[index]
+                    for f in range(len(x))]
+        # worlds found stay at x where the goal lets them: fewer deviations to shrink away
+        goal.solver.set_phases([self.fix[f] for f in self.features])
+
+    def assume(self, fixed: int) -> list[int]:
+        return [self.goal.literal] + [self.fix[f] for f in bits(fixed)]
+
+    def deviations(self, among: int) -> int:
+        """The features of ``among`` on which the solver's last model leaves ``x``."""
+        model = self.goal.solver.get_model()
+        out = 0
+        for f in bits(among):
+            lit = self.fix[f]
+            if (model[abs(lit) - 1] > 0) != (lit > 0):
+                out |= 1 << f
+        return out
+
+    def oracle(self, fixed: int) -> int | None:
+        """None when fixing ``fixed`` to ``x`` blocks the goal, else a world's deviations."""
+        if not self.goal.solve(self.assume(fixed)):
+            return None
+        return self.deviations(self.universe & ~fixed)
+
+    def core(self) -> int:
+        """The features among the last UNSAT call's assumptions that its core uses."""
+        used = {abs(v) for v in self.goal.solver.get_core() or ()}
+        return sum(1 << f for f in self.features if abs(self.fix[f]) in used)
+
+
+class SatEngine:
+    """Explanations of a forest's decisions by SAT calls on its NNF class formulas.
+
+    Parameters
+    ----------
+    forest : Forest
+    ties : {"first", "all"}
+    limit_seconds : float or None
+        Seconds an instance's enumerations may take in all (None: no limit).
+    limit_items : int or None
+        Items an enumerated field may hold (None: no limit).
+    progress : callable, optional
+        Called as the NNF circuits compile (:func:`rfcircuits.classformula.compile_nnf`).
+    """
+
+    name = "sat"
+
+    def __init__(self, forest: Forest, ties: str = "first", *,
+                 limit_seconds: float | None = LIMIT_SECONDS,
+                 limit_items: int | None = LIMIT_ITEMS,
+                 progress: Callable[[int, int, Sized], None] | None = None) -> None:
+        check_ties(ties)
+        if limit_seconds is not None and not limit_seconds > 0:
+            raise InputError(f"limit_seconds must be positive or None, not {limit_seconds!r}")
+        if limit_items is not None and limit_items < 1:
+            raise InputError(f"limit_items must be positive or None, not {limit_items!r}")
+        self.forest = forest
+        self.ties = ties
+        self.limit_seconds = limit_seconds
+        self.limit_items = limit_items
+        self._progress = progress
+        self._cnf: CircuitCNF | None = None
+        self._goals: dict[tuple[int, bool], _Goal] = {}
+
+    @property
+    def cnf(self) -> CircuitCNF:
+        """The class formulas' CNF (compiled on first use)."""
+        if self._cnf is None:
+            self._cnf = CircuitCNF(self.forest, self.ties, self._progress)
+        return self._cnf
+
+    def compile(self, negated: bool = False) -> None:
+        """Compile the class formulas now (and, with ``negated``, build every goal's solver)."""
+        cnf = self.cnf
+        if negated:
+            for c in range(len(self.forest.classes)):
+                self._goal(c, False)
+                self._goal(c, True)
+        del cnf
+
+    def _goal(self, c: int, positive: bool) -> _Goal:
+        if (c, positive) not in self._goals:
+            self._goals[c, positive] = _Goal(self.cnf, c, positive)
+        return self._goals[c, positive]
+
+    # -- single questions ------------------------------------------------------------------
+
+    def holds(self, c: int, x: Instance, positive: bool = True) -> bool:
+        """The CNF's verdict on ``x ⊨ R^c`` (``positive``) or ``x ⊭ R^c``: whether that goal
+        is satisfiable with every feature fixed to its state in ``x`` (the checks compare it
+        with the trees' votes)."""
+        q = _Instance(self._goal(c, positive), self.cnf, x)
+        return q.oracle(q.universe) is not None
+
+    def one_sr(self, x: Instance) -> Term:
+        """One sufficient reason of the decision on ``x``: all features fixed, then each
+        dropped while the rest still blocks ``¬Δ``, the set cut to the core of every UNSAT
+        answer. ``O(#features)`` calls."""
+        q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
+        fixed = q.universe
+        if q.oracle(fixed) is not None:  # pragma: no cover - x is in Δ
+            raise AssertionError("the instance does not block its own class")
+        fixed = q.core()
+        for f in bits(fixed):
+            if fixed >> f & 1 and q.oracle(fixed & ~(1 << f)) is None:
+                fixed = q.core() & fixed & ~(1 << f)
+        return simple(x, fixed)
+
+    def shortest_sr(self, x: Instance) -> Term:
+        """A sufficient reason of the fewest features: a smallest hitting set of the NRs
+        found so far, checked; when it does not block, the world found gives a new NR
+        (implicit hitting sets)."""
+        q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
+        with Hitman(htype="sorted") as hitman:
+            while True:
+                h = sum(1 << (f - 1) for f in hitman.get() or ())
+                world = q.oracle(h)
+                if world is None:
+                    return simple(x, h)
+                d = world
+                for f in bits(world):  # shrink to a minimal freer
+                    if d >> f & 1:
+                        found = q.oracle(q.universe & ~(d & ~(1 << f)))
+                        if found is not None:
+                            d = found & d & ~(1 << f)
+                hitman.hit([f + 1 for f in bits(d)])
+
+    def sufficient_reasons(self, x: Instance) -> Iterator[Term]:
+        """The sufficient reasons of the decision on ``x``, yielded as they are found (no
+        limit: stop the generator to stop)."""
+        q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
+        for kind, items in dualize(q.universe, q.oracle):
+            if kind == BLOCKER:
+                yield simple(x, items)
+
+    # -- explanations ----------------------------------------------------------------------
+
+    def explain_states(self, x: Instance, what: Sequence[str] = ALL_WHAT,
+                       timings: Timings | None = None) -> Explanation:
+        """Every requested field for instance ``x`` (state indices), within the limits."""
+        forest = self.forest
+        what = tuple(k for k in ALL_WHAT if k in what)
+        votes = forest.votes(x)
+        decision = forest.decision(x)
+        member = tuple(forest.classes_of(x, self.ties))
+        computed = [k for k in what if k not in NOT_COMPUTED]
+        fields: dict[str, object] = {}
+        incomplete: set[str] = set()
+        if computed:
+            run = _Run(self, x, decision, member, set(computed), timings)
+            run.go()
+            fields, incomplete = run.fields, run.incomplete
+        return Explanation(forest, tuple(x), self.ties, tuple(votes), decision, member,
+                           tuple(computed), engine=self.name,
+                           incomplete=tuple(k for k in computed if k in incomplete),
+                           not_computed=tuple(k for k in what if k in NOT_COMPUTED),
+                           **fields)  # type: ignore[arg-type]
+
+
+class _Run:
+    """One instance's tasks under its time limit, each given a fair share of what is left."""
+
+    def __init__(self, engine: SatEngine, x: Instance, decision: int, member: tuple[int, ...],
+                 wanted: set[str], timings: Timings | None) -> None:
+        self.engine, self.x, self.decision, self.wanted = engine, x, decision, wanted
+        self.timings = timings
+        self.fields: dict[str, object] = {}
+        self.incomplete: set[str] = set()
+        self.deadline = (math.inf if engine.limit_seconds is None
+                         else time.perf_counter() + engine.limit_seconds)
+        self.items = engine.limit_items or math.inf
+        forest = engine.forest
+        self.targets = [t for t in range(len(forest.classes)) if t not in member]
+        #: with two classes under ties "first", R^t is ¬R^d: the CEs are the NRs
+        self.ce_from_nrs = len(forest.classes) == 2 and engine.ties == "first"
+        self.nr_sets: list[int] | None = None  # all NRs, once known complete
+        self.nr_found: list[int] = []
+        self.r: int | None = None
+        self.shortest: list[int] = []
+        self.shortest_complete = False
+        self.robust_known = False
+
+    def go(self) -> None:
+        wanted = self.wanted
+        # robustness and flips first: a few calls that enumerations could starve
+        tasks: list[Callable[[float], None]] = []
+        if {"robust", "flips"} & wanted:
+            tasks.append(self.robustness)
+        if "flips" in wanted:
+            tasks.append(self.flips)
+        if {"sr", "nr"} & wanted or ("ce" in wanted and self.ce_from_nrs and self.targets):
+            tasks.append(self.reasons)
+        if "ce" in wanted:
+            self.fields["contrastive"] = []
+            tasks.extend(self._contrastive(t) for t in self.targets)
+        for k, task in enumerate(tasks):
+            now = time.perf_counter()
+            task(now + (self.deadline - now) / (len(tasks) - k))
+        if "ce" in wanted:
+            self.fields["contrastive"] = tuple(self.fields["contrastive"])  # type: ignore[arg-type]
+
+    def _lap(self, name: str, start: float) -> None:
+        if self.timings is not None:
+            setattr(self.timings, name,
+                    getattr(self.timings, name) + time.perf_counter() - start)
+
+    def _enumerate(self, goal: _Goal, deadline: float) -> tuple[list[int], list[int], bool]:
+        """``(blockers, freers, complete)`` of ``goal`` at the instance."""
+        q = _Instance(goal, self.engine.cnf, self.x)
+        blockers: list[int] = []
+        freers: list[int] = []
+        complete = False
+        with goal.until(deadline):
+            try:
+                for kind, items in dualize(q.universe, q.oracle):
+                    (blockers if kind == BLOCKER else freers).append(items)
+                    if len(blockers) > self.items or len(freers) > self.items:
+                        break
+                else:
+                    complete = True
+            except OutOfTime:
+                pass
+        return blockers, freers, complete
+
+    def reasons(self, deadline: float) -> None:
+        start = time.perf_counter()
+        blockers, freers, complete = self._enumerate(
+            self.engine._goal(self.decision, False), deadline)
+        self.nr_found = freers
+        if complete:
+            self.nr_sets = freers
+        x = self.x
+        for key, name, items in (("sr", "sufficient_reasons", blockers),
+                                 ("nr", "necessary_reasons", freers)):
+            if key in self.wanted:
+                self.fields[name] = simple_terms(x, items[:int(min(self.items, len(items)))])
+                if not complete:
+                    self.incomplete.add(key)
+        self._lap("sr", start)
+
+    def robustness(self, deadline: float) -> None:
+        start = time.perf_counter()
+        if self.nr_sets is not None:
+            self.r, self.shortest = shortest_sets(self.nr_sets)
+            self.robust_known = self.shortest_complete = True
+        else:
+            self._count(deadline)
+        if "robust" in self.wanted:
+            self.fields["robustness"] = self.r
+            if not self.robust_known:
+                self.incomplete.add("robust")
+        self._lap("robust", start)
+
+    def _count(self, deadline: float) -> None:
+        """Robustness and the shortest NR sets by cardinality-bounded calls."""
+        engine, x = self.engine, self.x
+        goal = engine._goal(self.decision, False)
+        q = _Instance(goal, engine.cnf, x)
+        selectors, at_least = goal.counter(len(x))
+        active = goal.new_var()
+        goal.solver.append_formula([[-active, selectors[f], q.fix[f]] for f in q.features])
+        known = min((d.bit_count() for d in self.nr_found), default=None)
+        self.r = known
+        with goal.until(deadline):
+            try:
+                if known is None and q.oracle(0) is None:  # no world leaves Δ
+                    self.r, self.robust_known = None, True
+                    self.shortest_complete = True
+                    return
+                def at_most(k: int) -> list[int]:
+                    return [goal.literal, active] + ([-at_least[k]] if k < len(at_least) else [])
+
+                k = 1
+                while known is None or k < known:
+                    if goal.solve(at_most(k)):
+                        break
+                    k += 1
+                self.r, self.robust_known = k, True
+                while len(self.shortest) < self.items and goal.solve(at_most(k)):
+                    d = q.deviations(q.universe)
+                    self.shortest.append(d)
+                    goal.solver.add_clause([-active] + [-selectors[f] for f in bits(d)])
+                else:
+                    self.shortest_complete = len(self.shortest) < self.items
+            except OutOfTime:
+                pass
+            finally:
+                goal.solver.add_clause([-active])
+
+    def flips(self, deadline: float) -> None:
+        start = time.perf_counter()
+        if self.r is None and self.robust_known:
+            clauses, complete = [], True
+        else:
+            cnf = self.engine.cnf
+            clauses, complete = shortest_gnrs(cnf.nnf, cnf.roots[self.decision], self.x,
+                                              self.shortest)
+            complete = complete and self.shortest_complete and self.robust_known
+        found = Explanation.sets(clauses)
+        if len(found) > self.items:
+            found, complete = found[:int(self.items)], False
+        self.fields["shortest_flips"] = found
+        if not complete:
+            self.incomplete.add("flips")
+        self._lap("flips", start)
+
+    def _contrastive(self, t: int) -> Callable[[float], None]:
+        def task(deadline: float) -> None:
+            start = time.perf_counter()
+            if self.ce_from_nrs:
+                freers, complete = self.nr_found, self.nr_sets is not None
+            else:
+                _, freers, complete = self._enumerate(self.engine._goal(t, True), deadline)
+            ces = self.fields["contrastive"]
+            ces.append((t, simple_terms(self.x, freers[:int(min(self.items, len(freers)))])))  # type: ignore[attr-defined]
+            if not complete:
+                self.incomplete.add("ce")
+            self._lap("ce", start)
+            if self.timings is not None:
+                self.timings.ce_targets += 1
+        return task

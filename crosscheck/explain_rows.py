@@ -1,0 +1,73 @@
+"""``rfcircuits explain --jobs J | --dask ADDRESS``: an explainer's rows shared among the
+campaign backends' workers (:mod:`rfcircuits.crosscheck.parallel`), for users with many rows
+to explain on a large forest.
+
+Local workers are forked after the parent has chosen its engine and compiled it, so they
+share the compiled class formulas; a Dask cluster's workers each build an explainer of the
+engine the parent chose (so every line comes from the same engine), once per run, at their
+first row. Lines come back as each row finishes and are passed on in row order, so an
+interrupted run keeps a prefix of the rows, as a serial one does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from rfcircuits.explain import Explainer
+from rfcircuits.forest import Forest, Instance
+from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
+
+#: What forked workers explain with: the parent's explainer, the rows and the fields.
+_LOCAL: tuple[Explainer, Sequence[Instance], Sequence[str]] | None = None
+#: A cluster worker's explainer for the run of a token: (token, explainer).
+_REMOTE: tuple[str, Explainer] | None = None
+
+
+def _explain_local(i: int) -> str:
+    assert _LOCAL is not None
+    explainer, rows, what = _LOCAL
+    return explainer.explain_states(rows[i], what).to_line()
+
+
+def _explain_remote(token: str, forest: Forest, ties: str, options: dict[str, Any],
+                    what: Sequence[str], x: Instance) -> str:
+    global _REMOTE
+    if _REMOTE is None or _REMOTE[0] != token:
+        _REMOTE = (token, Explainer(forest, ties, **options))
+    return _REMOTE[1].explain_states(x, what).to_line()
+
+
+def explain_rows(explainer: Explainer, rows: Sequence[Instance], what: Sequence[str],
+                 start: int, jobs: int, dask: str | None,
+                 options: dict[str, Any]) -> Iterator[tuple[int, str]]:
+    """``(i, line)`` for rows ``start``, ``start + 1``, … in order, explained by ``jobs``
+    forked workers or the Dask cluster at ``dask``; ``options`` are the explainer's (its
+    engine as the parent chose it), for the cluster's workers to build theirs."""
+    global _LOCAL
+    todo = range(start, len(rows))
+    if dask is None and (jobs <= 1 or len(todo) <= 1 or not can_fork()):
+        for i in todo:
+            yield i, explainer.explain_states(rows[i], what).to_line()
+        return
+    if dask is None:
+        _LOCAL = (explainer, rows, what)
+        fn: Any = _explain_local
+        tasks = ((i, (i,)) for i in todo)
+    else:
+        fn = _explain_remote
+        token = uuid.uuid4().hex
+        tasks = ((i, (token, explainer.forest, explainer.ties, options, what, rows[i]))
+                 for i in todo)
+    finished: dict[int, str] = {}
+    shown = start
+    try:
+        with open_backend(min(jobs, len(todo)), dask) as backend:
+            for i, line in run_tasks(backend, fn, tasks):
+                finished[i] = line
+                while shown in finished:
+                    yield shown, finished.pop(shown)
+                    shown += 1
+    finally:
+        _LOCAL = None
