@@ -63,7 +63,7 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
                     return
                 hitting.add_clause([-(f + 1) for f in bits(h)])
                 continue
-            d = _shrink(world & universe & ~h, universe, oracle)
+            d = shrink_freer(world & universe & ~h, universe, oracle)
             freers.append(d)
             yield FREER, d
             hitting.add_clause([f + 1 for f in bits(d)])
@@ -80,7 +80,7 @@ def _minimal_hitting(h: int, freers: list[int]) -> int:
     return h
 
 
-def _shrink(d: int, universe: int, oracle: Oracle) -> int:
+def shrink_freer(d: int, universe: int, oracle: Oracle) -> int:
     """A minimal freer inside the freer ``d``: each feature in turn is fixed too; a world
     still found replaces ``d`` by its (smaller or equal) deviations."""
     for f in bits(d):

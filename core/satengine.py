@@ -45,7 +45,7 @@ from pysat.solvers import Solver
 
 from rfcircuits._engine_abc import Timings
 from rfcircuits.cnf import CircuitCNF
-from rfcircuits.dualize import BLOCKER, dualize
+from rfcircuits.dualize import BLOCKER, dualize, shrink_freer
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.flipgrid import shortest_gnrs
@@ -161,6 +161,63 @@ class _Instance:
         used = {abs(v) for v in self.goal.solver.get_core() or ()}
         return sum(1 << f for f in self.features if abs(self.fix[f]) in used)
 
+    def __enter__(self) -> _Instance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._active:  # the instance's links to the counter are retired for good
+            self.goal.solver.add_clause([-self._active])
+
+    _active = 0
+
+    def at_most(self, k: int, fixed: int = 0) -> list[int]:
+        """Assumptions: the goal, ``fixed`` at ``x``, and at most ``k`` features elsewhere
+        changed (the goal's counter, linked to this instance on first use)."""
+        selectors, at_least = self.goal.counter(len(self.x))
+        if not self._active:
+            self._active = self.goal.new_var()
+            self.goal.solver.append_formula([[-self._active, selectors[f], self.fix[f]]
+                                             for f in self.features])
+        bound = [-at_least[k]] if k < len(at_least) else []
+        return self.assume(fixed) + [self._active] + bound
+
+
+def _minimal_blocker(q: _Instance, fixed: int) -> int:
+    """A minimal blocker inside the blocker ``fixed``: each feature dropped in turn while
+    the rest still blocks, the set cut to the core of every UNSAT answer."""
+    if q.oracle(fixed) is not None:  # pragma: no cover - callers pass blockers
+        raise AssertionError("not a blocker")
+    fixed &= q.core()
+    for f in bits(fixed):
+        if fixed >> f & 1 and q.oracle(fixed & ~(1 << f)) is None:
+            fixed = q.core() & fixed & ~(1 << f)
+    return fixed
+
+
+class _Greedy:
+    """Sets (bitmasks of features), and a hitting set of them found greedily: the feature
+    meeting most sets not yet met, until every set is met (not the smallest, but found
+    without a solver). Per feature, the sets it meets are kept as one bitmask of set
+    numbers, so a choice costs a popcount per feature."""
+
+    def __init__(self) -> None:
+        self.sets = 0  # bitmask of the set numbers
+        self.meets: dict[int, int] = {}  # feature -> bitmask of the set numbers it meets
+
+    def add(self, d: int) -> None:
+        k = self.sets.bit_length()
+        self.sets |= 1 << k
+        for f in bits(d):
+            self.meets[f] = self.meets.get(f, 0) | 1 << k
+
+    def hitting_set(self) -> int:
+        h, left = 0, self.sets
+        while left:
+            f = max(self.meets, key=lambda g: ((self.meets[g] & left).bit_count(), -g))
+            h |= 1 << f
+            left &= ~self.meets[f]
+        return h
+
 
 class SatEngine:
     """Explanations of a forest's decisions by SAT calls on its NNF class formulas.
@@ -231,41 +288,43 @@ class SatEngine:
         dropped while the rest still blocks ``¬Δ``, the set cut to the core of every UNSAT
         answer. ``O(#features)`` calls."""
         q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
-        fixed = q.universe
-        if q.oracle(fixed) is not None:  # pragma: no cover - x is in Δ
-            raise AssertionError("the instance does not block its own class")
-        fixed = q.core()
-        for f in bits(fixed):
-            if fixed >> f & 1 and q.oracle(fixed & ~(1 << f)) is None:
-                fixed = q.core() & fixed & ~(1 << f)
-        return simple(x, fixed)
+        return simple(x, _minimal_blocker(q, q.universe))
 
     def shortest_sr(self, x: Instance) -> Term:
-        """A sufficient reason of the fewest features: a smallest hitting set of the NRs
-        found so far, checked; when it does not block, the world found gives a new NR
-        (implicit hitting sets)."""
-        q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
-        with Hitman(htype="sorted") as hitman:
+        """A sufficient reason of the fewest features, by implicit hitting sets: a candidate
+        meeting every NR found so far is checked; when it does not block, the world found
+        gives a new NR. Greedy candidates come first (they find NRs without a MaxSAT call,
+        and each one that blocks, shrunk to an SR, is a smaller bound); a smallest hitting
+        set of the NRs (``Hitman``, MaxSAT) then either reaches the bound, which proves the
+        best SR found shortest, or is checked in turn."""
+        with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q, \
+                Hitman(htype="sorted") as hitman:
+            best = _minimal_blocker(q, q.universe)
+            greedy = _Greedy()
             while True:
-                h = sum(1 << (f - 1) for f in hitman.get() or ())
+                h = greedy.hitting_set()
+                optimal = h.bit_count() >= best.bit_count()
+                if optimal:
+                    h = sum(1 << (f - 1) for f in hitman.get() or ())
+                    if h.bit_count() >= best.bit_count():
+                        return simple(x, best)
                 world = q.oracle(h)
                 if world is None:
-                    return simple(x, h)
-                d = world
-                for f in bits(world):  # shrink to a minimal freer
-                    if d >> f & 1:
-                        found = q.oracle(q.universe & ~(d & ~(1 << f)))
-                        if found is not None:
-                            d = found & d & ~(1 << f)
+                    if optimal:
+                        return simple(x, h)
+                    best = _minimal_blocker(q, h)
+                    continue
+                d = shrink_freer(world & q.universe & ~h, q.universe, q.oracle)
+                greedy.add(d)
                 hitman.hit([f + 1 for f in bits(d)])
 
     def sufficient_reasons(self, x: Instance) -> Iterator[Term]:
         """The sufficient reasons of the decision on ``x``, yielded as they are found (no
         limit: stop the generator to stop)."""
-        q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
-        for kind, items in dualize(q.universe, q.oracle):
-            if kind == BLOCKER:
-                yield simple(x, items)
+        with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q:
+            for kind, items in dualize(q.universe, q.oracle):
+                if kind == BLOCKER:
+                    yield simple(x, items)
 
     # -- explanations ----------------------------------------------------------------------
 
@@ -340,11 +399,10 @@ class _Run:
 
     def _enumerate(self, goal: _Goal, deadline: float) -> tuple[list[int], list[int], bool]:
         """``(blockers, freers, complete)`` of ``goal`` at the instance."""
-        q = _Instance(goal, self.engine.cnf, self.x)
         blockers: list[int] = []
         freers: list[int] = []
         complete = False
-        with goal.until(deadline):
+        with goal.until(deadline), _Instance(goal, self.engine.cnf, self.x) as q:
             try:
                 for kind, items in dualize(q.universe, q.oracle):
                     (blockers if kind == BLOCKER else freers).append(items)
@@ -389,37 +447,29 @@ class _Run:
         """Robustness and the shortest NR sets by cardinality-bounded calls."""
         engine, x = self.engine, self.x
         goal = engine._goal(self.decision, False)
-        q = _Instance(goal, engine.cnf, x)
-        selectors, at_least = goal.counter(len(x))
-        active = goal.new_var()
-        goal.solver.append_formula([[-active, selectors[f], q.fix[f]] for f in q.features])
         known = min((d.bit_count() for d in self.nr_found), default=None)
         self.r = known
-        with goal.until(deadline):
+        with goal.until(deadline), _Instance(goal, engine.cnf, x) as q:
             try:
                 if known is None and q.oracle(0) is None:  # no world leaves Δ
                     self.r, self.robust_known = None, True
                     self.shortest_complete = True
                     return
-                def at_most(k: int) -> list[int]:
-                    return [goal.literal, active] + ([-at_least[k]] if k < len(at_least) else [])
-
                 k = 1
                 while known is None or k < known:
-                    if goal.solve(at_most(k)):
+                    if goal.solve(q.at_most(k)):
                         break
                     k += 1
                 self.r, self.robust_known = k, True
-                while len(self.shortest) < self.items and goal.solve(at_most(k)):
+                selectors, _ = goal.counter(len(x))
+                while len(self.shortest) < self.items and goal.solve(q.at_most(k)):
                     d = q.deviations(q.universe)
                     self.shortest.append(d)
-                    goal.solver.add_clause([-active] + [-selectors[f] for f in bits(d)])
+                    goal.solver.add_clause([-q._active] + [-selectors[f] for f in bits(d)])
                 else:
                     self.shortest_complete = len(self.shortest) < self.items
             except OutOfTime:
                 pass
-            finally:
-                goal.solver.add_clause([-active])
 
     def flips(self, deadline: float) -> None:
         start = time.perf_counter()

@@ -157,11 +157,13 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
     p.add_argument("--rows", type=positive_int, default=20,
-                   help="engines: test rows explained per forest")
+                   help="engines, pyxai: test rows explained per forest")
     p.add_argument("--what", dest="fields", default="sr,nr,ce,robust,flips",
                    help="engines: the fields explained (all, or a comma list)")
     p.add_argument("--ties", choices=(*TIES, "both"), default="both",
                    help="engines: the tie policies run")
+    p.add_argument("--pyxai-timeout", type=positive_seconds, default=60.0, metavar="S",
+                   help="pyxai: seconds a PyXAI call may take")
     add_limits(p)
     if bench_extra:
         p.add_argument("--suite", choices=("paper", "trained"), default="paper",

@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_commands(sub, bench_extra={
         "oracles": (_bench_oracles, "the oracles against the native engine"),
         "campaigns": (_bench_campaigns, "fuzz and mutate on each campaign backend; no "
-                                        "--data-dir")}, without_data=("campaigns",))
+                                        "--data-dir"),
+        "pyxai": (_bench_pyxai, "the SAT engine beside PyXAI on breast-cancer forests; no "
+                                "--data-dir")}, without_data=("campaigns", "pyxai"))
     from rfcircuits.cli.campaigns import add_options
 
     add_options(sub.choices["bench"])
@@ -257,6 +259,12 @@ def _bench_oracles(args: argparse.Namespace) -> int:
     from rfcircuits.cli.speed import bench_oracles
 
     return bench_oracles(args)
+
+
+def _bench_pyxai(args: argparse.Namespace) -> int:
+    from rfcircuits.cli.peerbench import bench_pyxai
+
+    return bench_pyxai(args)
 
 
 def _bench_campaigns(args: argparse.Namespace) -> int:

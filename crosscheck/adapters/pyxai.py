@@ -189,7 +189,21 @@ def _worker_main(workdir: str) -> None:
         except Exception as exc:  # PyXAI's failure is a finding, reported per call
             answer.update(status="error", error=f"{type(exc).__name__}: {exc}")
         answer["seconds"] = time.perf_counter() - start
+        answer["peak_mb"] = _peak_mb()
         reply(answer)
+
+
+def _peak_mb() -> float:
+    """This process's peak resident memory in MB (Linux; 0 elsewhere): the worker's, which
+    ``bench pyxai`` reports beside ours."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float,
