@@ -98,6 +98,13 @@ class DGCompilation:
     def evaluate(self, c: int, x: Sequence[int]) -> bool:
         return all(self.dg.evaluate(r, x) for r in self.roots[c])
 
+    def lift_caps(self, max_nodes: int | None) -> DGCompilation:
+        """Graphs compiled under caps (a smaller node budget, a time limit: an attempt)
+        serve on under ``max_nodes`` and no time limit."""
+        self.dg.set_max_nodes(max_nodes)
+        self.dg.set_timeout(None)
+        return self
+
 
 def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
                apply: str = "ordered", order: str | Sequence[int] = "auto",

@@ -34,7 +34,7 @@ from rfcircuits.inputs import Row, Table, instance_of, instances_of
 from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS, SatEngine
 
 __all__ = ["AUTO_NODES", "AUTO_SECONDS", "ENGINES", "Explainer", "NR_METHODS",
-           "ROBUST_METHODS", "SR_METHODS", "Timings"]
+           "ROBUST_METHODS", "SR_METHODS", "Timings", "auto_cap"]
 
 EngineName = Literal["auto", "graphs", "sat"]
 ENGINES: tuple[str, ...] = get_args(EngineName)
@@ -132,6 +132,7 @@ class Explainer:
                                        progress=progress)
         self._sat = SatEngine(forest, ties, limit_seconds=limit_seconds,
                               limit_items=limit_items, progress=progress)
+        self._given = compiled is not None
         self._engine: Engine | None = None
         #: Which engine answers and why, once chosen (:attr:`engine`).
         self.choice = ""
@@ -158,7 +159,7 @@ class Explainer:
             return self._sat
         graphs = self._graphs
         self._stage("compiling decision graphs")
-        if self.requested == "graphs" or graphs._given is not None:
+        if self.requested == "graphs" or self._given:
             try:
                 graphs.compile()
             except BudgetExceeded as exc:
@@ -166,17 +167,15 @@ class Explainer:
             self.choice = "graphs: decision graphs" + (", as asked" if self.requested ==
                                                        "graphs" else ", compiled by the caller")
             return graphs
-        cap = AUTO_NODES if self.max_nodes is None else min(self.max_nodes, AUTO_NODES)
+        cap = auto_cap(self.max_nodes)
         graphs.max_nodes, graphs.timeout = cap, self.auto_seconds
         start = time.perf_counter()
         try:
             graphs.compile()
         except (BudgetExceeded, MemoryError) as exc:
             return self._to_sat(_why(exc, self.auto_seconds, cap))
-        comp = graphs.compiled
+        comp = graphs.compiled.lift_caps(self.max_nodes)
         graphs.max_nodes, graphs.timeout = self.max_nodes, None
-        comp.dg.set_max_nodes(self.max_nodes)
-        comp.dg.set_timeout(None)
         self.choice = (f"graphs: decision graphs, compiled in {time.perf_counter() - start:.1f} s"
                        f" ({comp.total_nodes():,} nodes)")
         return graphs
@@ -268,6 +267,11 @@ class Explainer:
                 raise self._budget_error(exc) from None
             return self._to_sat(_why(exc, None, self.max_nodes)).explain_states(x, what,
                                                                                 timings)
+
+
+def auto_cap(max_nodes: int | None) -> int:
+    """The node budget of ``auto``'s attempt under the budget ``max_nodes``."""
+    return AUTO_NODES if max_nodes is None else min(max_nodes, AUTO_NODES)
 
 
 def _why(exc: BaseException, seconds: float | None, nodes: int | None) -> str:

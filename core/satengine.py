@@ -375,20 +375,25 @@ class _Run:
 
     def go(self) -> None:
         wanted = self.wanted
-        # robustness and flips first: a few calls that enumerations could starve
-        tasks: list[Callable[[float], None]] = []
+        # Robustness and flips first: a few calls that enumerations could starve. Each task
+        # then gets its weight's share of the time left (what one leaves goes to the next);
+        # the decision's own SRs and NRs weigh as much as all CE targets together.
+        ce = [self._contrastive(t) for t in self.targets] if "ce" in wanted else []
+        tasks: list[tuple[Callable[[float], None], int]] = []
         if {"robust", "flips"} & wanted:
-            tasks.append(self.robustness)
+            tasks.append((self.robustness, 1))
         if "flips" in wanted:
-            tasks.append(self.flips)
-        if {"sr", "nr"} & wanted or ("ce" in wanted and self.ce_from_nrs and self.targets):
-            tasks.append(self.reasons)
+            tasks.append((self.flips, 1))
+        if {"sr", "nr"} & wanted or (ce and self.ce_from_nrs):
+            tasks.append((self.reasons, max(1, len(ce))))
         if "ce" in wanted:
             self.fields["contrastive"] = []
-            tasks.extend(self._contrastive(t) for t in self.targets)
-        for k, task in enumerate(tasks):
+            tasks.extend((task, 1) for task in ce)
+        left = sum(weight for _, weight in tasks)
+        for task, weight in tasks:
             now = time.perf_counter()
-            task(now + (self.deadline - now) / (len(tasks) - k))
+            task(now + (self.deadline - now) * weight / left)
+            left -= weight
         if "ce" in wanted:
             self.fields["contrastive"] = tuple(self.fields["contrastive"])  # type: ignore[arg-type]
 

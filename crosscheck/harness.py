@@ -37,7 +37,8 @@ from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.errors import check_choice
-from rfcircuits.explain import AUTO_NODES, AUTO_SECONDS, ENGINES, ROBUST_METHODS, SR_METHODS, Explainer
+from rfcircuits.explain import (AUTO_SECONDS, ENGINES, ROBUST_METHODS, SR_METHODS, Explainer,
+                                auto_cap)
 from rfcircuits.satengine import SatEngine
 from rfcircuits.projections import MAX_FEATURES
 from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
@@ -332,17 +333,14 @@ class Crosscheck:
         if self.engine == "graphs":
             return compile_dg(forest, ties, "dg", max_nodes=budget, progress=self.progress,
                               also=self.also_ties)
-        cap = AUTO_NODES if budget is None else min(budget, AUTO_NODES)
         try:
-            both = compile_dg(forest, ties, "dg", max_nodes=cap, timeout=AUTO_SECONDS,
-                              progress=self.progress, also=self.also_ties)
+            both = compile_dg(forest, ties, "dg", max_nodes=auto_cap(budget),
+                              timeout=AUTO_SECONDS, progress=self.progress, also=self.also_ties)
         except (BudgetExceeded, MemoryError):
             self.engine = "sat"
             return None
-        both.dg.set_max_nodes(budget)
-        both.dg.set_timeout(None)
         self.engine = "graphs"
-        return both
+        return both.lift_caps(budget)
 
     def _sat_engine(self) -> SatEngine:
         """The SAT engine's CNF, compiled (checked as the form ``cnf``)."""
@@ -653,7 +651,8 @@ class Crosscheck:
             "gsr": lambda: feature_sets("sufficient_reasons"),
             "gnr": lambda: feature_sets("necessary_reasons"),
             "flips": lambda: {v for v in feature_sets("necessary_reasons")
-                              if v.bit_count() == sat.robustness(x)}}
+                              if v.bit_count() == sat.robustness(x)} if certified else
+            {sum(1 << f for f in v) for v in sat.shortest_nr_sets(x)}}
         for key, sets_of in expected_sets.items():
             if key in what:
                 name = WHAT_FIELDS[key]

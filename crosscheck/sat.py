@@ -943,12 +943,16 @@ class SatOracle:
 
     # -- enumeration ------------------------------------------------------------------------
 
-    def _freers(self, x: Instance, goal: int) -> list[frozenset[int]]:
-        """All minimal freers of ``goal`` at ``x``, by increasing size (module docstring)."""
+    def _freers(self, x: Instance, goal: int, most: int | None = None) -> list[frozenset[int]]:
+        """All minimal freers of ``goal`` at ``x``, by increasing size (module docstring);
+        with ``most``, only those of at most ``most`` features."""
         goal = self._shared_goal(goal)
         cache = self._cache_of(x)
         if goal in cache:
-            return cache[goal]
+            return [v for v in cache[goal] if most is None or len(v) <= most]
+        key = (goal, most)
+        if most is not None and key in cache:
+            return cache[key]
         found: list[frozenset[int]] = []
         with Solver(name=self.solver_name, bootstrap_with=self._goal_cnf(goal)) as solver:
             if self._solve(solver, self._fix(x, range(self.n_features))):
@@ -960,7 +964,7 @@ class SatOracle:
                                 top_id=self._pool.top) as counter:
                     solver.append_formula(counter.cnf.clauses)
                     rhs = counter.rhs
-                for k in range(1, len(changed) + 1):
+                for k in range(1, min(len(changed), most or len(changed)) + 1):
                     bound = [-rhs[k]] if k < len(changed) else []
                     while self._solve(solver, bound):
                         freer = self._diff(solver.get_model(), x)
@@ -969,8 +973,15 @@ class SatOracle:
                     core = solver.get_core()
                     if not bound or core is None or bound[0] not in core:
                         break  # unsatisfiable whatever the bound: no freer is left
-        cache[goal] = found
+        cache[goal if most is None else key] = found
         return found
+
+    def shortest_nr_sets(self, x: Sequence[int]) -> list[frozenset[int]]:
+        """The feature sets of the shortest NRs (size :meth:`robustness`), without the
+        others: what the shortest flips are on."""
+        x = self._check_instance(x)
+        r = self.robustness(x)
+        return [] if r is None else self._freers(x, self._not_delta(x), r)
 
     def _shared_goal(self, goal: int) -> int:
         """The goal literal the fresh solvers use: with ``first`` ties and two classes

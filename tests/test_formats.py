@@ -451,6 +451,7 @@ def test_bench_rows(tmp_path, capsys):
             (["compile", "--form", "dg", "--datasets", "wine-recog"], "table4"),
             (["explain", "--datasets", "iris,wine-recog", "--expand", "1"], "explain"),
             (["oracles", "--datasets", "iris"], "oracles"),
+            (["engines", "--datasets", "iris", "--rows", "3"], "engines"),
             (["explain", "--datasets", "iris", "--max-nodes", "3"], "stopped"),
             (["campaigns", "--cases", "3", "--mutants", "0"], "campaigns")]
     tables = [ref["$ref"].rsplit("/", 1)[1] for ref in schema("bench")["oneOf"]]
@@ -466,6 +467,10 @@ def test_bench_rows(tmp_path, capsys):
             assert Draft202012Validator(shape).is_valid(row), (table, row)
         if table == "explain":
             assert ["c_ce" in row for row in rows] == [False, True]
+            assert all(row["sat_differ"] == 0 for row in rows)
+        if table == "engines":  # both tie policies; the graphs fit, so auto takes them
+            assert [(r["ties"], r["auto"], r["differ"]) for r in rows] == \
+                [("first", "graphs", 0), ("all", "graphs", 0)]
         if table == "campaigns":  # the same cases on every backend that could run
             assert [(r["backend"], r["workers"]) for r in rows] == \
                 [("local", 1), ("local", 2), ("dask", 1), ("dask", 2)]

@@ -10,7 +10,7 @@ import pytest
 
 from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
-from rfcircuits.forest import forest_from_json, instance_to_json
+from rfcircuits.forest import TIES, forest_from_json, instance_to_json
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.fuzz import make_case, repro, run_case
 from rfcircuits.crosscheck.harness import crosscheck
@@ -496,3 +496,39 @@ def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
     report = crosscheck(f, xs, oracles=("brute", "sat"), what=("robust",))
     found = {(d.check, d.engines[1]) for d in report.disagreements}
     assert found == {("formula nnf", "brute"), ("formula nnf", "sat")}, report.table()
+
+
+def test_crosscheck_checks_the_sat_engine_and_its_cnf():
+    rng = random.Random(12)
+    for ties in TIES:
+        f = random_forest(rng, Limits(max_features=4, max_states=4, max_trees=7, max_classes=3))
+        xs = [random_instance(rng, f) for _ in range(3)]
+        report = crosscheck(f, xs, ties, engine="sat")
+        assert report.ok and report.engine == "sat", report.table()
+        statuses = {(o.check, o.engine): o.status for o in report.outcomes}
+        assert statuses[("formula cnf", "brute")] == "agree"
+        assert statuses[("formula dg", "native")] == "skipped"
+        assert statuses[("general_sufficient_reasons", "native")] == "skipped"
+        assert statuses[("sufficient_reasons", "brute")] == "agree"
+
+
+def test_auto_checks_the_sat_engine_past_the_budget():
+    f, xs = susan_case()
+    report = crosscheck(f, xs, engine="auto", max_nodes=3)
+    assert report.ok and report.engine == "sat"
+    assert crosscheck(f, xs, engine="auto").engine == "graphs"
+
+
+def test_incomplete_fields_are_checked_item_by_item():
+    from rfcircuits.satengine import SatEngine
+
+    rng = random.Random(11)
+    f = random_forest(rng, Limits(max_features=6, max_states=5, max_trees=15, max_classes=3))
+    limits = {"limit_seconds": None, "limit_items": 1}
+    xs = [x for x in (random_instance(rng, f) for _ in range(30))
+          if SatEngine(f, **limits).explain_states(x).incomplete][:3]
+    assert xs
+    report = crosscheck(f, xs, engine="sat", limits=limits, formulas=False)
+    assert report.ok, report.table()
+    checks = {o.check for o in report.outcomes}
+    assert "sufficient_reasons (incomplete: items)" in checks

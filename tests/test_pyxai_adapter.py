@@ -178,3 +178,19 @@ def test_a_row_pyxai_reads_in_no_state_of_the_forest_is_not_graded(monkeypatch):
                            adapter.PyxaiAdapter().promises)
     assert report.ok and report.failures[0]["status"] == "none"
     assert "no answer on row 1: not graded" in report.text()
+
+
+@needs_pyxai
+def test_bench_pyxai_rows(monkeypatch, capsys):
+    # A small forest stands for the bench's: every pair gets a row valid under the schema.
+    from rfcircuits.cli import peerbench
+    from rfcircuits.cli.main import main
+    from rfcircuits.formats import validator
+
+    monkeypatch.setattr(peerbench, "FORESTS", {"small": (3, 2)})
+    assert main(["bench", "pyxai", "--rows", "2", "--json", "--pyxai-timeout", "20"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["pair"].split(" / ")[0] for r in rows] == [p for p, _ in peerbench.PAIRS]
+    for row in rows:
+        assert validator("bench").is_valid(row), row
+        assert row["ours_done"] == 2 and "pyxai_median" in row or row["pair"].endswith(" / -")

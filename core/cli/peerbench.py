@@ -29,12 +29,13 @@ import statistics
 import time
 from typing import Any
 
-from rfcircuits.cli.bench import Table, peak_mb, reset_peak
+from rfcircuits.cli.bench import Table, peak_mb, reset_peak, selected
 from rfcircuits.errors import InputError
 from rfcircuits.satengine import SatEngine
 
-#: The forests: name, number of trees, maximum depth (None: scikit-learn's default).
-FORESTS = (("breast-cancer 100x4", 100, 4), ("breast-cancer default", 100, None))
+#: The forests (``--datasets`` picks among them): number of trees, maximum depth (None:
+#: scikit-learn's default).
+FORESTS = {"breast-cancer-100x4": (100, 4), "breast-cancer-default": (100, None)}
 #: Our question beside each PyXAI call.
 PAIRS = (("one SR", "sufficient_reason"), ("shortest SR", "minimal_sufficient_reason"),
          ("SRs + NRs", None), ("robustness", "minimal_contrastive_reason"))
@@ -79,13 +80,14 @@ def bench_pyxai(args: argparse.Namespace) -> int:
         raise InputError("bench pyxai: PyXAI is not installed (pip install 'rfcircuits[pyxai]')")
     X_train, X_test, y_train, names = _data(args.seed)
     rows = X_test[:args.rows]
-    table = Table([("forest", "forest", 22), ("pair", "ours / PyXAI", 40),
+    table = Table([("forest", "forest", 21), ("pair", "ours / PyXAI", 40),
                    ("ours_median", "ours med", 9), ("ours_max", "max", 8),
                    ("pyxai_median", "PyXAI med", 9), ("pyxai_max", "max", 8),
                    ("ratio", "ratio", 7), ("ours_done", "ours ok", 7),
                    ("pyxai_done", "PyXAI ok", 8), ("ours_mb", "MB", 6),
                    ("pyxai_mb", "MB", 6)], args.json)
-    for label, trees, depth in FORESTS:
+    for label in selected(FORESTS, args.datasets):
+        trees, depth = FORESTS[label]
         model = RandomForestClassifier(n_estimators=trees, max_depth=depth,
                                        random_state=args.seed)
         import pandas as pd
