@@ -47,7 +47,7 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
 
     With no freer at all (the goal cannot hold) the one minimal blocker is the empty set.
     """
-    freers: list[int] = []
+    freers = Freers()
     with Solver(name="minisat22") as hitting:
         while hitting.solve():
             model = hitting.get_model()
@@ -55,7 +55,7 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
             for v in model:
                 if v > 0 and universe >> (v - 1) & 1:
                     h |= 1 << (v - 1)
-            h = _minimal_hitting(h, freers)
+            h = freers.minimal_hitting(h)
             world = oracle(h)
             if world is None:
                 yield BLOCKER, h
@@ -64,20 +64,47 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
                 hitting.add_clause([-(f + 1) for f in bits(h)])
                 continue
             d = shrink_freer(world & universe & ~h, universe, oracle)
-            freers.append(d)
+            freers.add(d)
             yield FREER, d
             hitting.add_clause([f + 1 for f in bits(d)])
 
 
-def _minimal_hitting(h: int, freers: list[int]) -> int:
-    """``h`` (meeting every freer) without the members that no freer needs: a member stays
-    when some freer meets ``h`` in it alone."""
-    for f in bits(h):
-        one = 1 << f
-        rest = h & ~one
-        if all(d & rest for d in freers):
-            h = rest
-    return h
+class Freers:
+    """Freers found, held per feature as the bitmask of the freers it meets (bit ``i``: the
+    ``i``-th found), so that whether a set meets them all is a few big-int operations, not a
+    pass over the freers."""
+
+    def __init__(self) -> None:
+        self.all = 0  # one bit per freer
+        self.meets: dict[int, int] = {}
+
+    def add(self, d: int) -> None:
+        bit = self.all + 1  # the lowest bit not yet used
+        self.all |= bit
+        for f in bits(d):
+            self.meets[f] = self.meets.get(f, 0) | bit
+
+    def minimal_hitting(self, h: int) -> int:
+        """``h`` (meeting every freer) without the members that no freer needs: a member
+        stays when some freer meets ``h`` in it alone. ``O(|h|²)`` big-int operations."""
+        for f in bits(h):
+            rest = h & ~(1 << f)
+            met = 0
+            for g in bits(rest):
+                met |= self.meets.get(g, 0)
+            if met == self.all:
+                h = rest
+        return h
+
+    def greedy_hitting(self) -> int:
+        """A set meeting every freer, greedily: the feature meeting most freers not yet met,
+        until all are (not the smallest, but found without a solver)."""
+        h, left = 0, self.all
+        while left:
+            f = max(self.meets, key=lambda g: ((self.meets[g] & left).bit_count(), -g))
+            h |= 1 << f
+            left &= ~self.meets[f]
+        return h
 
 
 def shrink_freer(d: int, universe: int, oracle: Oracle) -> int:

@@ -45,7 +45,7 @@ from pysat.solvers import Solver
 
 from rfcircuits._engine_abc import Timings
 from rfcircuits.cnf import CircuitCNF
-from rfcircuits.dualize import BLOCKER, dualize, shrink_freer
+from rfcircuits.dualize import BLOCKER, Freers, dualize, shrink_freer
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.flipgrid import shortest_gnrs
@@ -194,31 +194,6 @@ def _minimal_blocker(q: _Instance, fixed: int) -> int:
     return fixed
 
 
-class _Greedy:
-    """Sets (bitmasks of features), and a hitting set of them found greedily: the feature
-    meeting most sets not yet met, until every set is met (not the smallest, but found
-    without a solver). Per feature, the sets it meets are kept as one bitmask of set
-    numbers, so a choice costs a popcount per feature."""
-
-    def __init__(self) -> None:
-        self.sets = 0  # bitmask of the set numbers
-        self.meets: dict[int, int] = {}  # feature -> bitmask of the set numbers it meets
-
-    def add(self, d: int) -> None:
-        k = self.sets.bit_length()
-        self.sets |= 1 << k
-        for f in bits(d):
-            self.meets[f] = self.meets.get(f, 0) | 1 << k
-
-    def hitting_set(self) -> int:
-        h, left = 0, self.sets
-        while left:
-            f = max(self.meets, key=lambda g: ((self.meets[g] & left).bit_count(), -g))
-            h |= 1 << f
-            left &= ~self.meets[f]
-        return h
-
-
 class SatEngine:
     """Explanations of a forest's decisions by SAT calls on its NNF class formulas.
 
@@ -300,9 +275,9 @@ class SatEngine:
         with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q, \
                 Hitman(htype="sorted") as hitman:
             best = _minimal_blocker(q, q.universe)
-            greedy = _Greedy()
+            found = Freers()
             while True:
-                h = greedy.hitting_set()
+                h = found.greedy_hitting()
                 optimal = h.bit_count() >= best.bit_count()
                 if optimal:
                     h = sum(1 << (f - 1) for f in hitman.get() or ())
@@ -315,7 +290,7 @@ class SatEngine:
                     best = _minimal_blocker(q, h)
                     continue
                 d = shrink_freer(world & q.universe & ~h, q.universe, q.oracle)
-                greedy.add(d)
+                found.add(d)
                 hitman.hit([f + 1 for f in bits(d)])
 
     def sufficient_reasons(self, x: Instance) -> Iterator[Term]:
