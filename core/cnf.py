@@ -27,7 +27,7 @@ leaves) is in docs/algorithms.md: the two share the forest model and nothing els
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sized
+from collections.abc import Callable, Sequence, Sized
 
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.forest import Forest, check_ties, mask_blocks
@@ -95,6 +95,21 @@ class CircuitCNF:
                     out.clauses.append([-sign * v] + [sign * ch for ch in children])
         g = lit[self.roots[c]]
         return (g if positive else -g), out.clauses, out.top
+
+    def member(self, f: int, mask: int, top: int) -> tuple[int, list[list[int]], int]:
+        """``(literal, clauses, top)``: a literal equivalent to ``X_f ∈ mask`` under the
+        clauses, for a goal whose variables end at ``top`` (the new last variable third)."""
+        into = _Clauses(top)
+        literal = self._literal(f, mask, into)
+        return literal, into.clauses, into.top
+
+    def state_of(self, model: Sequence[int], f: int) -> int:
+        """The state of feature ``f`` in a solver's model (its order variables' values)."""
+        le = self._le[f]
+        for s, v in enumerate(le):
+            if model[v - 1] > 0:
+                return s
+        return len(le)
 
     def _feature(self, n: int) -> None:
         """Order variables, state literals and clauses of a feature with ``n`` states."""

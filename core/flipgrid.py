@@ -17,13 +17,15 @@ Alg. 6–7 on the general reason; the SAT oracle checks them by counting the tre
 
 Cost: one pass over the circuit of Δ for the union of the sets, then per set a pass over
 the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts);
-a set with more than ``max_cells`` cells is skipped and the answer marked incomplete.
+a set with more than ``max_cells`` cells has its cells outside Δ listed by the caller
+(the SAT engine enumerates them, :data:`Cells`), or is skipped and the answer marked
+incomplete.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -47,17 +49,25 @@ def condition(nnf: NNF, root: int, x: Sequence[int], free: int, out: NNF) -> int
     return nnf.fold([root], lambda v: TRUE if v else FALSE, lit, out.conj, out.disj)[0]
 
 
+#: ``cells(features, atoms)``: the cells outside Δ that change every feature (atom indices,
+#: one per feature), found by other means where the grid is too large to evaluate; None
+#: when they cannot be had (too many, no time).
+Cells = Callable[[list[int], list[list[int]]], "list[tuple[int, ...]] | None"]
+
+
 def shortest_gnrs(nnf: NNF, root: int, x: Sequence[int], sets: Sequence[int],
-                  max_cells: int = MAX_CELLS) -> tuple[list[Clause], bool]:
+                  max_cells: int = MAX_CELLS, cells: Cells | None = None
+                  ) -> tuple[list[Clause], bool]:
     """``(clauses, complete)``: the shortest GNRs on each feature set of ``sets`` (the
     shortest NR sets of ``x``; Δ is ``root``), and False when some set's grid had more than
-    ``max_cells`` cells (its clauses are then missing)."""
+    ``max_cells`` cells and ``cells`` (when given) could not list its flips either (its
+    clauses are then missing)."""
     out = NNF(nnf.features)
     near = condition(nnf, root, x, functools.reduce(int.__or__, sets, 0), out)
     clauses: list[Clause] = []
     complete = True
     for v in sets:
-        found = _on_set(out, condition(out, near, x, v, out), x, bits(v), max_cells)
+        found = _on_set(out, condition(out, near, x, v, out), x, bits(v), max_cells, cells)
         if found is None:
             complete = False
         else:
@@ -66,9 +76,9 @@ def shortest_gnrs(nnf: NNF, root: int, x: Sequence[int], sets: Sequence[int],
 
 
 def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
-            max_cells: int) -> list[Clause] | None:
+            max_cells: int, cells: Cells | None) -> list[Clause] | None:
     """The shortest GNRs on ``features`` from Δ conditioned on ``x`` elsewhere (``root``);
-    None when the grid is too large."""
+    None when the grid is too large and ``cells`` gives no list of its flips."""
     nodes = nnf.reachable([root])
     axis = {f: i for i, f in enumerate(features)}
     masks: list[set[int]] = [set() for _ in features]
@@ -76,10 +86,34 @@ def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
         if nnf.kind[n] == LIT:
             masks[axis[nnf.args[n][0]]].add(nnf.args[n][1])
     atoms = [_atoms(nnf.features[f].n_states, masks[i]) for i, f in enumerate(features)]
+    sizes = grid_sizes([len(a) for a in atoms])
+    if sizes[0] <= max_cells:
+        region = _flips(nnf, root, nodes, x, features, atoms)
+    else:
+        listed = cells(features, atoms) if cells is not None else None
+        if listed is None:
+            return None
+        region = 0
+        for cell in listed:
+            region |= 1 << sum(a * size for a, size in zip(cell, sizes[1:]))
+    out: list[Clause] = []
+    for box in boxes_in(region, sizes, 0) if region else []:
+        clause = []
+        for i, f in enumerate(features):
+            states = 0
+            for a in bits(box[i]):
+                states |= atoms[i][a]
+            clause.append((f, nnf.features[f].full & ~states))
+        out.append(tuple(clause))
+    return out
+
+
+def _flips(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: list[int],
+           atoms: list[list[int]]) -> int:
+    """The cells outside Δ that change every feature, as a bitmask over the grid (row-major):
+    the conditioned circuit evaluated on the whole grid, a NumPy array per node."""
+    axis = {f: i for i, f in enumerate(features)}
     shape = tuple(len(a) for a in atoms)
-    sizes = grid_sizes(list(shape))
-    if sizes[0] > max_cells:
-        return None
     last = {}  # each node's last reader: its array is dropped once that one is built
     for n in nodes:
         if nnf.kind[n] >= AND:
@@ -107,17 +141,7 @@ def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
         flips = flips & (np.arange(shape[i]) != home).reshape(
             tuple(shape[i] if j == i else 1 for j in range(len(shape))))
     flat = np.ascontiguousarray(flips).reshape(-1)
-    region = int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
-    out: list[Clause] = []
-    for box in boxes_in(region, sizes, 0) if region else []:
-        clause = []
-        for i, f in enumerate(features):
-            states = 0
-            for a in bits(box[i]):
-                states |= atoms[i][a]
-            clause.append((f, nnf.features[f].full & ~states))
-        out.append(tuple(clause))
-    return out
+    return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
 
 
 def _atoms(n_states: int, masks: set[int]) -> list[int]:

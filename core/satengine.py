@@ -352,22 +352,24 @@ class _Run:
         wanted = self.wanted
         # Robustness and flips first: a few calls that enumerations could starve. Each task
         # then gets its weight's share of the time left (what one leaves goes to the next);
-        # the decision's own SRs and NRs weigh as much as all CE targets together.
+        # the decision's own SRs and NRs weigh as much as all CE targets together (CEs read
+        # off the NRs take no time of their own).
         ce = [self._contrastive(t) for t in self.targets] if "ce" in wanted else []
+        ce_weight = 0 if self.ce_from_nrs else 1
         tasks: list[tuple[Callable[[float], None], int]] = []
         if {"robust", "flips"} & wanted:
             tasks.append((self.robustness, 1))
         if "flips" in wanted:
             tasks.append((self.flips, 1))
         if {"sr", "nr"} & wanted or (ce and self.ce_from_nrs):
-            tasks.append((self.reasons, max(1, len(ce))))
+            tasks.append((self.reasons, max(1, len(ce) * ce_weight)))
         if "ce" in wanted:
             self.fields["contrastive"] = []
-            tasks.extend((task, 1) for task in ce)
+            tasks.extend((task, ce_weight) for task in ce)
         left = sum(weight for _, weight in tasks)
         for task, weight in tasks:
             now = time.perf_counter()
-            task(now + (self.deadline - now) * weight / left)
+            task(now + (self.deadline - now) * (weight / left if left else 0.0))
             left -= weight
         if "ce" in wanted:
             self.fields["contrastive"] = tuple(self.fields["contrastive"])  # type: ignore[arg-type]
@@ -457,8 +459,11 @@ class _Run:
             clauses, complete = [], True
         else:
             cnf = self.engine.cnf
-            clauses, complete = shortest_gnrs(cnf.nnf, cnf.roots[self.decision], self.x,
-                                              self.shortest)
+            goal = self.engine._goal(self.decision, False)
+            with goal.until(deadline), _Instance(goal, cnf, self.x) as q:
+                clauses, complete = shortest_gnrs(
+                    cnf.nnf, cnf.roots[self.decision], self.x, self.shortest,
+                    cells=lambda features, atoms: self._cells(q, features, atoms))
             complete = complete and self.shortest_complete and self.robust_known
         found = Explanation.sets(clauses)
         if len(found) > self.items:
@@ -467,6 +472,41 @@ class _Run:
         if not complete:
             self.incomplete.add("flips")
         self._lap("flips", start)
+
+    def _cells(self, q: _Instance, features: list[int], atoms: list[list[int]]
+               ) -> list[tuple[int, ...]] | None:
+        """The flips on ``features`` (worlds outside Δ changing each of them and no other
+        feature) as cells of the grid of ``atoms``, one SAT call per cell, each cell blocked
+        once found; None past ``limit_items`` cells or the task's time."""
+        cnf, goal = self.engine.cnf, q.goal
+        active = goal.new_var()
+        assume = q.assume(q.universe & ~sum(1 << f for f in features)) + \
+            [-q.fix[f] for f in features] + [active]
+        found: list[tuple[int, ...]] = []
+        inside: dict[tuple[int, int], int] = {}
+        try:
+            while goal.solve(assume):
+                if len(found) >= self.items:
+                    return None
+                model = goal.solver.get_model()
+                cell = []
+                for i, f in enumerate(features):
+                    state = cnf.state_of(model, f)
+                    cell.append(next(a for a, m in enumerate(atoms[i]) if m >> state & 1))
+                found.append(tuple(cell))
+                block = [-active]
+                for i, (f, a) in enumerate(zip(features, cell)):
+                    if (f, atoms[i][a]) not in inside:
+                        lit, clauses, goal.n_vars = cnf.member(f, atoms[i][a], goal.n_vars)
+                        goal.solver.append_formula(clauses)
+                        inside[f, atoms[i][a]] = lit
+                    block.append(-inside[f, atoms[i][a]])
+                goal.solver.add_clause(block)
+        except OutOfTime:
+            return None
+        finally:
+            goal.solver.add_clause([-active])
+        return found
 
     def _contrastive(self, t: int) -> Callable[[float], None]:
         def task(deadline: float) -> None:

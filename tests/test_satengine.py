@@ -266,3 +266,28 @@ def test_shortest_flips_are_the_nearest_worlds_outside():
         assert e.robustness == least
         assert all(len(c) == least for c in e.shortest_flips)
         assert all(variables(c) for c in e.shortest_flips)
+
+
+def test_flips_of_grids_too_large_to_table_are_listed_by_sat(monkeypatch):
+    # With no grid small enough, every shortest NR set's flips are enumerated cell by cell.
+    from rfcircuits import flipgrid
+
+    monkeypatch.setattr(flipgrid.shortest_gnrs, "__defaults__", (1, None))
+    rng = random.Random(21)
+    checked = 0
+    for _ in range(40):
+        f = random_forest(rng, LIMITS)
+        x = random_instance(rng, f)
+        for ties in TIES:
+            e = unlimited(f, ties).explain_states(x, ("robust", "flips"))
+            truth = BruteForce(f, ties).explain(x, ("robust", "flips"))
+            assert not e.incomplete
+            assert e.shortest_flips == truth.shortest_flips
+            checked += bool(truth.shortest_flips)
+    assert checked > 20
+    # a cap on the cells (items) leaves the field incomplete, never wrong
+    f = random_forest(random.Random(3), Limits(max_features=4, max_states=6, max_trees=9))
+    for x in (random_instance(random.Random(k), f) for k in range(10)):
+        e = SatEngine(f, limit_items=1, limit_seconds=None).explain_states(x, ("flips",))
+        truth = BruteForce(f).explain(x, ("flips",))
+        assert set(e.shortest_flips) <= set(truth.shortest_flips)
