@@ -389,7 +389,8 @@ def bench_explain(args: argparse.Namespace) -> int:
         row["nr_by"] = ("proj" if projected == graphs else "search" if not projected
                         else f"proj {projected}/{graphs}")
         row["t_gr"] = round(timing.reasons / n, 6)
-        row.update(_beside_sat(forest, instances, what, answers, args))
+        if args.engine == "both":
+            row.update(_beside_sat(forest, instances, what, answers, args))
         row.update(pair("t_sgnr", round(timing.flips / n, 6), "T_sGNR"))
         row.update(pair("c_sgnr", round(counts["sgnr"] / n, 2), "C_sGNR"))
         if multi:
