@@ -13,14 +13,14 @@ solver's learnt clauses. Per instance:
   the SRs are its minimal blockers, the NRs its minimal freers;
 - **CEs** for each class ``t`` the instance is not in: the minimal freers of ``R^t``
   (with two classes under ties ``first``, ``R^t = ¬R^d``: the NRs);
-- **robustness**: the NRs' smallest size when they are complete, else the least ``k`` for
-  which a world outside Δ differs from ``x`` on at most ``k`` features (a totalizer over one
-  selector per feature, an instance's link to it switched on by an activation literal);
-  then every freer of that size, by blocking each one found: the shortest NR sets;
+- **robustness**: the least ``k`` for which a world outside Δ differs from ``x`` on at most
+  ``k`` features (a totalizer over one selector per feature, an instance's link to it
+  switched on by an activation literal); then every freer of that size, by blocking each
+  one found: the shortest NR sets;
 - **shortest flips**: the shortest GNRs on those sets (:mod:`rfcircuits.flipgrid`);
 - GSRs and GNRs are not computed by this engine (:data:`NOT_COMPUTED`).
 
-Enumerations stop at a per-instance time limit, shared fairly among the instance's tasks
+Enumerations stop at a per-instance time limit, shared among the instance's tasks by weight
 (what one leaves goes to the next), and at a number of items per field; a field cut short
 is listed in the explanation's ``incomplete``, and every item in it is still exact.
 :meth:`SatEngine.sufficient_reasons` streams SRs as a generator. :meth:`SatEngine.one_sr`
@@ -51,7 +51,6 @@ from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.flipgrid import shortest_gnrs
 from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.forest import mask_states as bits
-from rfcircuits.robustness import shortest_sets
 from rfcircuits.terms import Term, simple, simple_terms
 
 
@@ -181,6 +180,11 @@ class _Instance:
         bound = [-at_least[k]] if k < len(at_least) else []
         return self.assume(fixed) + [self._active] + bound
 
+    def exclude(self, d: int) -> None:
+        """Bound calls (:meth:`at_most`) find no world changing every feature of ``d``."""
+        selectors, _ = self.goal.counter(len(self.x))
+        self.goal.solver.add_clause([-self._active] + [-selectors[f] for f in bits(d)])
+
 
 def _minimal_blocker(q: _Instance, fixed: int) -> int:
     """A minimal blocker inside the blocker ``fixed``: each feature dropped in turn while
@@ -237,12 +241,10 @@ class SatEngine:
 
     def compile(self, negated: bool = False) -> None:
         """Compile the class formulas now (and, with ``negated``, build every goal's solver)."""
-        cnf = self.cnf
-        if negated:
-            for c in range(len(self.forest.classes)):
-                self._goal(c, False)
-                self._goal(c, True)
-        del cnf
+        self.cnf  # the property compiles on first use
+        for c in range(len(self.forest.classes)) if negated else ():
+            self._goal(c, False)
+            self._goal(c, True)
 
     def _goal(self, c: int, positive: bool) -> _Goal:
         if (c, positive) not in self._goals:
@@ -326,7 +328,8 @@ class SatEngine:
 
 
 class _Run:
-    """One instance's tasks under its time limit, each given a fair share of what is left."""
+    """One instance's tasks under its time limit, each given its weight's share of what is
+    left (:meth:`go`)."""
 
     def __init__(self, engine: SatEngine, x: Instance, decision: int, member: tuple[int, ...],
                  wanted: set[str], timings: Timings | None) -> None:
@@ -341,8 +344,9 @@ class _Run:
         self.targets = [t for t in range(len(forest.classes)) if t not in member]
         #: with two classes under ties "first", R^t is ¬R^d: the CEs are the NRs
         self.ce_from_nrs = len(forest.classes) == 2 and engine.ties == "first"
-        self.nr_sets: list[int] | None = None  # all NRs, once known complete
         self.nr_found: list[int] = []
+        self.nr_complete = False
+        #: robustness (None: no flip, or not known) and the shortest NR sets, as found
         self.r: int | None = None
         self.shortest: list[int] = []
         self.shortest_complete = False
@@ -400,9 +404,7 @@ class _Run:
         start = time.perf_counter()
         blockers, freers, complete = self._enumerate(
             self.engine._goal(self.decision, False), deadline)
-        self.nr_found = freers
-        if complete:
-            self.nr_sets = freers
+        self.nr_found, self.nr_complete = freers, complete
         x = self.x
         for key, name, items in (("sr", "sufficient_reasons", blockers),
                                  ("nr", "necessary_reasons", freers)):
@@ -413,45 +415,33 @@ class _Run:
         self._lap("sr", start)
 
     def robustness(self, deadline: float) -> None:
+        """Robustness and the shortest NR sets by calls bounding the changed features: the
+        least bound with a world outside Δ, then every freer of that size."""
         start = time.perf_counter()
-        if self.nr_sets is not None:
-            self.r, self.shortest = shortest_sets(self.nr_sets)
-            self.robust_known = self.shortest_complete = True
-        else:
-            self._count(deadline)
+        goal = self.engine._goal(self.decision, False)
+        with goal.until(deadline), _Instance(goal, self.engine.cnf, self.x) as q:
+            try:
+                if q.oracle(0) is None:  # no world leaves Δ
+                    self.r, self.robust_known = None, True
+                    self.shortest_complete = True
+                else:
+                    k = 1
+                    while not goal.solve(q.at_most(k)):
+                        k += 1
+                    self.r, self.robust_known = k, True
+                    while len(self.shortest) < self.items and goal.solve(q.at_most(k)):
+                        d = q.deviations(q.universe)
+                        self.shortest.append(d)
+                        q.exclude(d)
+                    else:
+                        self.shortest_complete = len(self.shortest) < self.items
+            except OutOfTime:
+                pass
         if "robust" in self.wanted:
             self.fields["robustness"] = self.r
             if not self.robust_known:
                 self.incomplete.add("robust")
         self._lap("robust", start)
-
-    def _count(self, deadline: float) -> None:
-        """Robustness and the shortest NR sets by cardinality-bounded calls."""
-        engine, x = self.engine, self.x
-        goal = engine._goal(self.decision, False)
-        known = min((d.bit_count() for d in self.nr_found), default=None)
-        self.r = known
-        with goal.until(deadline), _Instance(goal, engine.cnf, x) as q:
-            try:
-                if known is None and q.oracle(0) is None:  # no world leaves Δ
-                    self.r, self.robust_known = None, True
-                    self.shortest_complete = True
-                    return
-                k = 1
-                while known is None or k < known:
-                    if goal.solve(q.at_most(k)):
-                        break
-                    k += 1
-                self.r, self.robust_known = k, True
-                selectors, _ = goal.counter(len(x))
-                while len(self.shortest) < self.items and goal.solve(q.at_most(k)):
-                    d = q.deviations(q.universe)
-                    self.shortest.append(d)
-                    goal.solver.add_clause([-q._active] + [-selectors[f] for f in bits(d)])
-                else:
-                    self.shortest_complete = len(self.shortest) < self.items
-            except OutOfTime:
-                pass
 
     def flips(self, deadline: float) -> None:
         start = time.perf_counter()
@@ -512,7 +502,7 @@ class _Run:
         def task(deadline: float) -> None:
             start = time.perf_counter()
             if self.ce_from_nrs:
-                freers, complete = self.nr_found, self.nr_sets is not None
+                freers, complete = self.nr_found, self.nr_complete
             else:
                 _, freers, complete = self._enumerate(self.engine._goal(t, True), deadline)
             ces = self.fields["contrastive"]
