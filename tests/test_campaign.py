@@ -187,6 +187,27 @@ def test_crosscheck_on_dask_reports_what_a_serial_run_does():
         [(o.check, o.engine, o.status) for o in serial.outcomes]
 
 
+@needs_dask
+def test_explain_on_dask_writes_what_a_serial_run_does(tmp_path, capsys):
+    # The workers build an explainer of the engine the client chose, once each.
+    from rfcircuits.cli.main import main
+    from rfcircuits.crosscheck.fuzz import make_case
+    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.forest import instance_to_json
+
+    forest, instances = make_case(5, 3, Limits())
+    (tmp_path / "f.json").write_text(json.dumps(forest.to_json()))
+    (tmp_path / "i.jsonl").write_text("".join(json.dumps(instance_to_json(forest, x)) + "\n"
+                                              for x in instances * 3))
+    args = ["explain", "--forest", str(tmp_path / "f.json"), "--instances",
+            str(tmp_path / "i.jsonl"), "-q"]
+    for engine in ("graphs", "sat"):
+        assert main(args + ["--engine", engine]) == 0
+        serial = capsys.readouterr().out
+        assert main(args + ["--engine", engine, "--dask", "local:2"]) == 0
+        assert capsys.readouterr().out == serial and serial.count("\n") == 9
+
+
 def _square(x: int) -> int:
     return x * x
 
