@@ -16,7 +16,8 @@ node), and the maximal boxes of the cells outside Δ are read off with
 Alg. 6–7 on the general reason; the SAT oracle checks them by counting the trees' votes.
 
 Cost: one pass over the circuit of Δ for the union of the sets, then per set a pass over
-the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts);
+the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts;
+at most :data:`MAX_WORK` entries in all);
 a set with more than ``max_cells`` cells has its cells outside Δ listed by the caller
 (the SAT engine enumerates them, :data:`Cells`), or is skipped and the answer marked
 incomplete.
@@ -34,8 +35,10 @@ from rfcircuits.forest import mask_states as bits
 from rfcircuits.nnf import AND, CONST, FALSE, LIT, NNF, TRUE
 from rfcircuits.terms import Clause
 
-#: Largest grid of atoms tabled for one feature set.
+#: Largest grid of atoms tabled for one feature set, and most cells times circuit nodes
+#: evaluated (each node is a boolean array over the cells: this bounds time and memory).
 MAX_CELLS = 1 << 20
+MAX_WORK = 1 << 27
 
 
 def condition(nnf: NNF, root: int, x: Sequence[int], free: int, out: NNF) -> int:
@@ -87,7 +90,7 @@ def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
             masks[axis[nnf.args[n][0]]].add(nnf.args[n][1])
     atoms = [_atoms(nnf.features[f].n_states, masks[i]) for i, f in enumerate(features)]
     sizes = grid_sizes([len(a) for a in atoms])
-    if sizes[0] <= max_cells:
+    if sizes[0] <= max_cells and sizes[0] * len(nodes) <= MAX_WORK:
         region = _flips(nnf, root, nodes, x, features, atoms)
     else:
         listed = cells(features, atoms) if cells is not None else None
