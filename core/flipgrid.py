@@ -16,8 +16,8 @@ node), and the maximal boxes of the cells outside Δ are read off with
 Alg. 6–7 on the general reason; the SAT oracle checks them by counting the trees' votes.
 
 Cost: one pass over the circuit of Δ for the union of the sets, then per set a pass over
-the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts;
-at most :data:`MAX_WORK` entries in all);
+the conditioned circuit with arrays of ``#cells`` entries (the product of the atoms' counts),
+by blocks whose arrays hold at most :data:`MAX_WORK` entries in all;
 a set with more than ``max_cells`` cells has its cells outside Δ listed by the caller
 (the SAT engine enumerates them, :data:`Cells`), or is skipped and the answer marked
 incomplete.
@@ -26,6 +26,7 @@ incomplete.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -36,7 +37,8 @@ from rfcircuits.nnf import AND, CONST, FALSE, LIT, NNF, TRUE
 from rfcircuits.terms import Clause
 
 #: Largest grid of atoms tabled for one feature set, and most cells times circuit nodes
-#: evaluated (each node is a boolean array over the cells: this bounds time and memory).
+#: evaluated at once (each node is a boolean array over the cells: this bounds memory; a
+#: larger grid is evaluated a block of the first feature's atoms at a time).
 MAX_CELLS = 1 << 20
 MAX_WORK = 1 << 27
 
@@ -90,7 +92,7 @@ def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
             masks[axis[nnf.args[n][0]]].add(nnf.args[n][1])
     atoms = [_atoms(nnf.features[f].n_states, masks[i]) for i, f in enumerate(features)]
     sizes = grid_sizes([len(a) for a in atoms])
-    if sizes[0] <= max_cells and sizes[0] * len(nodes) <= MAX_WORK:
+    if sizes[0] <= max_cells:
         region = _flips(nnf, root, nodes, x, features, atoms)
     else:
         listed = cells(features, atoms) if cells is not None else None
@@ -114,9 +116,23 @@ def _on_set(nnf: NNF, root: int, x: Sequence[int], features: list[int],
 def _flips(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: list[int],
            atoms: list[list[int]]) -> int:
     """The cells outside Δ that change every feature, as a bitmask over the grid (row-major):
-    the conditioned circuit evaluated on the whole grid, a NumPy array per node."""
+    the conditioned circuit evaluated with a NumPy array per node, over a block of the first
+    feature's atoms at a time so that the arrays alive stay within :data:`MAX_WORK` cells."""
+    shape = [len(a) for a in atoms]
+    row = math.prod(shape[1:])
+    step = max(1, MAX_WORK // max(1, row * len(nodes)))
+    blocks = [_block(nnf, root, nodes, x, features, atoms, start, min(start + step, shape[0]))
+              for start in range(0, shape[0], step)]
+    flat = np.concatenate(blocks)
+    return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
+
+
+def _block(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: list[int],
+           atoms: list[list[int]], start: int, stop: int) -> np.ndarray:
+    """The cells of :func:`_flips` whose first feature's atom is in ``start .. stop - 1``,
+    flattened row-major."""
     axis = {f: i for i, f in enumerate(features)}
-    shape = tuple(len(a) for a in atoms)
+    shape = (stop - start, *(len(a) for a in atoms[1:]))
     last = {}  # each node's last reader: its array is dropped once that one is built
     for n in nodes:
         if nnf.kind[n] >= AND:
@@ -129,8 +145,9 @@ def _flips(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
             value[n] = np.full(shape, n == TRUE)
         elif kind == LIT:
             i = axis[args[0]]
-            inside = np.array([a & args[1] != 0 for a in atoms[i]])
-            value[n] = inside.reshape(tuple(len(atoms[i]) if j == i else 1
+            own = atoms[i][start:stop] if i == 0 else atoms[i]
+            inside = np.array([a & args[1] != 0 for a in own])
+            value[n] = inside.reshape(tuple(len(own) if j == i else 1
                                             for j in range(len(shape))))
         else:
             combine = np.logical_and if kind == AND else np.logical_or
@@ -141,10 +158,10 @@ def _flips(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
     flips = ~np.broadcast_to(value[root], shape)
     for i, f in enumerate(features):  # a flip changes every feature of the set
         home = next(a for a, m in enumerate(atoms[i]) if m >> x[f] & 1)
-        flips = flips & (np.arange(shape[i]) != home).reshape(
+        first = start if i == 0 else 0
+        flips = flips & (np.arange(first, first + shape[i]) != home).reshape(
             tuple(shape[i] if j == i else 1 for j in range(len(shape))))
-    flat = np.ascontiguousarray(flips).reshape(-1)
-    return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
+    return np.ascontiguousarray(flips).reshape(-1)
 
 
 def _atoms(n_states: int, masks: set[int]) -> list[int]:

@@ -291,3 +291,16 @@ def test_flips_of_grids_too_large_to_table_are_listed_by_sat(monkeypatch):
         e = SatEngine(f, limit_items=1, limit_seconds=None).explain_states(x, ("flips",))
         truth = BruteForce(f).explain(x, ("flips",))
         assert set(e.shortest_flips) <= set(truth.shortest_flips)
+
+
+def test_flip_grids_evaluated_by_blocks_give_the_same_flips(monkeypatch):
+    # One atom of the first feature per block: the blocks' cells must line up.
+    from rfcircuits import flipgrid
+
+    monkeypatch.setattr(flipgrid, "MAX_WORK", 1)
+    rng = random.Random(8)
+    for _ in range(30):
+        f = random_forest(rng, LIMITS)
+        x = random_instance(rng, f)
+        e = unlimited(f).explain_states(x, ("flips",))
+        assert e.shortest_flips == BruteForce(f).explain(x, ("flips",)).shortest_flips
