@@ -135,6 +135,9 @@ class _Instance:
                     for f in range(len(x))]
         # worlds found stay at x where the goal lets them: fewer deviations to shrink away
         goal.solver.set_phases([self.fix[f] for f in self.features])
+        self._worlds: list[int] = []  # deviations of the worlds found
+        self._blockers: list[int] = []  # fixed sets found to block (UNSAT cores)
+        self._core = 0
 
     def assume(self, fixed: int) -> list[int]:
         return [self.goal.literal] + [self.fix[f] for f in bits(fixed)]
@@ -150,15 +153,31 @@ class _Instance:
         return out
 
     def oracle(self, fixed: int) -> int | None:
-        """None when fixing ``fixed`` to ``x`` blocks the goal, else a world's deviations."""
+        """None when fixing ``fixed`` to ``x`` blocks the goal, else a world's deviations.
+
+        Blocking is monotone, so earlier answers decide many queries without a call: a world
+        found whose deviations avoid ``fixed`` frees it, and a blocker found (an UNSAT
+        call's core) inside ``fixed`` blocks it."""
+        allowed = self.universe & ~fixed
+        for world in reversed(self._worlds):
+            if not world & fixed:
+                return world
+        for blocker in self._blockers:
+            if not blocker & allowed:
+                self._core = blocker
+                return None
         if not self.goal.solve(self.assume(fixed)):
+            used = {abs(v) for v in self.goal.solver.get_core() or ()}
+            self._core = sum(1 << f for f in bits(fixed) if abs(self.fix[f]) in used)
+            self._blockers.append(self._core)
             return None
-        return self.deviations(self.universe & ~fixed)
+        world = self.deviations(allowed)
+        self._worlds.append(world)
+        return world
 
     def core(self) -> int:
-        """The features among the last UNSAT call's assumptions that its core uses."""
-        used = {abs(v) for v in self.goal.solver.get_core() or ()}
-        return sum(1 << f for f in self.features if abs(self.fix[f]) in used)
+        """A blocker inside the set the last blocked query fixed (its UNSAT core)."""
+        return self._core
 
     def __enter__(self) -> _Instance:
         return self
