@@ -121,16 +121,21 @@ def _flips(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
     shape = [len(a) for a in atoms]
     row = math.prod(shape[1:])
     step = max(1, MAX_WORK // max(1, row * len(nodes)))
-    blocks = [_block(nnf, root, nodes, x, features, atoms, start, min(start + step, shape[0]))
-              for start in range(0, shape[0], step)]
+    axis = {f: i for i, f in enumerate(features)}
+    firsts = [np.array([(a & -a).bit_length() - 1 for a in own]) for own in atoms]
+    inside = {n: _inside(firsts[axis[nnf.args[n][0]]], nnf.args[n][1])
+              for n in nodes if nnf.kind[n] == LIT}
+    blocks = [_block(nnf, root, nodes, x, features, atoms, inside, start,
+                     min(start + step, shape[0])) for start in range(0, shape[0], step)]
     flat = np.concatenate(blocks)
     return int.from_bytes(np.packbits(flat, bitorder="little").tobytes(), "little")
 
 
 def _block(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: list[int],
-           atoms: list[list[int]], start: int, stop: int) -> np.ndarray:
+           atoms: list[list[int]], inside: dict[int, np.ndarray], start: int,
+           stop: int) -> np.ndarray:
     """The cells of :func:`_flips` whose first feature's atom is in ``start .. stop - 1``,
-    flattened row-major."""
+    flattened row-major (``inside``: each literal node's atoms)."""
     axis = {f: i for i, f in enumerate(features)}
     shape = (stop - start, *(len(a) for a in atoms[1:]))
     last = {}  # each node's last reader: its array is dropped once that one is built
@@ -145,10 +150,8 @@ def _block(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
             value[n] = np.full(shape, n == TRUE)
         elif kind == LIT:
             i = axis[args[0]]
-            own = atoms[i][start:stop] if i == 0 else atoms[i]
-            inside = np.array([a & args[1] != 0 for a in own])
-            value[n] = inside.reshape(tuple(len(own) if j == i else 1
-                                            for j in range(len(shape))))
+            own = inside[n][start:stop] if i == 0 else inside[n]
+            value[n] = own.reshape(tuple(len(own) if j == i else 1 for j in range(len(shape))))
         else:
             combine = np.logical_and if kind == AND else np.logical_or
             value[n] = functools.reduce(combine, (value[c] for c in args))
@@ -165,13 +168,21 @@ def _block(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
 
 
 def _atoms(n_states: int, masks: set[int]) -> list[int]:
-    """The coarsest partition of the states into sets that no mask splits (state masks,
-    ordered by their first state)."""
-    groups: dict[int, int] = {}
-    order = sorted(masks)
-    for s in range(n_states):
-        key = 0
-        for k, m in enumerate(order):
-            key |= (m >> s & 1) << k
-        groups[key] = groups.get(key, 0) | 1 << s
-    return sorted(groups.values(), key=lambda m: m & -m)
+    """A partition of the states into runs that no mask splits (state masks, in state
+    order): the runs between the states where some mask changes. Runs that no mask tells
+    apart may stay apart, which changes no maximal box."""
+    cuts = 0  # bit s: some mask differs at states s and s + 1
+    for m in masks:
+        cuts |= m ^ m >> 1
+    ends = [s + 1 for s in bits(cuts & (1 << (n_states - 1)) - 1)] + [n_states]
+    starts = [0] + ends[:-1]
+    return [((1 << end) - 1) ^ ((1 << start) - 1) for start, end in zip(starts, ends)]
+
+
+def _inside(firsts: np.ndarray, mask: int) -> np.ndarray:
+    """For each atom (a run of states no mask splits, given by its first state), whether it
+    lies in ``mask``: the mask's bit at the atom's first state, read for all atoms at once."""
+    width = (max(mask.bit_length(), int(firsts[-1]) + 1) + 7) // 8
+    states = np.unpackbits(np.frombuffer(mask.to_bytes(width, "little"), np.uint8),
+                           bitorder="little")
+    return states[firsts].astype(bool)

@@ -41,7 +41,14 @@ Instance = tuple[int, ...]
 
 
 def mask_states(mask: int) -> list[int]:
-    """The members of a bitmask (state indices; feature indices too, as ``bits``), ascending."""
+    """The members of a bitmask (state indices; feature indices too, as ``bits``), ascending.
+    A wide mask is read run by run: the states of a deep forest's features number thousands,
+    and a big-int operation per member would make that quadratic."""
+    if mask.bit_length() > 64:
+        wide: list[int] = []
+        for first, end in mask_blocks(mask):
+            wide.extend(range(first, end))
+        return wide
     out = []
     while mask:
         low = mask & -mask

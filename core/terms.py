@@ -35,6 +35,31 @@ def sort_key(term: Term) -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple((f, _states(m)) for f, m in term)
 
 
+def _mask_order(a: int, b: int) -> int:
+    """-1, 0 or 1 as the ascending state lists of masks ``a`` and ``b`` compare as lists,
+    from their lowest differing state ``p``: the list holding ``p`` comes first if the other
+    goes on past ``p``, and last if the other ends before it (then a prefix of it)."""
+    if a == b:
+        return 0
+    low = (a ^ b) & -(a ^ b)
+    above = ~((low << 1) - 1)
+    if a & low:
+        return -1 if b & above else 1
+    return 1 if a & above else -1
+
+
+def _term_order(s: Term, t: Term) -> int:
+    """:func:`sort_key`'s order of two terms, with masks compared by :func:`_mask_order`:
+    wide masks (deep forests have features with thousands of states) are never turned into
+    state lists."""
+    for (f, a), (g, b) in zip(s, t):
+        if f != g:
+            return -1 if f < g else 1
+        if a != b:
+            return _mask_order(a, b)
+    return (len(s) > len(t)) - (len(s) < len(t))
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _states(mask: int) -> tuple[int, ...]:
     """The states of a mask (cached: explanations of one forest share their literals)."""
@@ -60,6 +85,8 @@ def canonical(items: Iterable[Term]) -> tuple[Term, ...]:
     unique = set(items)
     if all(m & (m - 1) == 0 for term in unique for _, m in term):
         return Canonical(sorted(unique))
+    if any(m.bit_length() > 64 for term in unique for _, m in term):
+        return Canonical(sorted(unique, key=functools.cmp_to_key(_term_order)))
     return Canonical(sorted(unique, key=sort_key))
 
 

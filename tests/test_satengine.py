@@ -304,3 +304,15 @@ def test_flip_grids_evaluated_by_blocks_give_the_same_flips(monkeypatch):
         x = random_instance(rng, f)
         e = unlimited(f).explain_states(x, ("flips",))
         assert e.shortest_flips == BruteForce(f).explain(x, ("flips",)).shortest_flips
+
+
+def test_wide_masks_sort_as_their_state_lists():
+    # Terms over features with hundreds of states sort without building state lists.
+    from rfcircuits.terms import canonical, sort_key
+
+    rng = random.Random(1)
+    terms = [tuple((f, rng.getrandbits(rng.choice([3, 70, 300])) | 1 << 400)
+                   for f in sorted(rng.sample(range(4), rng.randint(1, 3))))
+             for _ in range(400)]
+    terms += [t[:1] for t in terms[:50]]
+    assert list(canonical(terms)) == sorted(set(terms), key=sort_key)
