@@ -317,9 +317,21 @@ class SatEngine:
     def sufficient_reasons(self, x: Instance) -> Iterator[Term]:
         """The sufficient reasons of the decision on ``x``, yielded as they are found (no
         limit: stop the generator to stop)."""
-        with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q:
-            for kind, items in dualize(q.universe, q.oracle):
-                if kind == BLOCKER:
+        return self._stream(x, self.forest.decision(x), False, BLOCKER)
+
+    def necessary_reasons(self, x: Instance) -> Iterator[Term]:
+        """The necessary reasons (clauses) of the decision on ``x``, yielded as found."""
+        return self._stream(x, self.forest.decision(x), False, not BLOCKER)
+
+    def contrastive(self, x: Instance, t: int) -> Iterator[Term]:
+        """The contrastive explanations (clauses) of ``x`` towards class ``t`` (one ``x`` is
+        not in), yielded as found."""
+        return self._stream(x, t, True, not BLOCKER)
+
+    def _stream(self, x: Instance, c: int, positive: bool, kind: bool) -> Iterator[Term]:
+        with _Instance(self._goal(c, positive), self.cnf, x) as q:
+            for found, items in dualize(q.universe, q.oracle):
+                if found == kind:
                     yield simple(x, items)
 
     # -- explanations ----------------------------------------------------------------------

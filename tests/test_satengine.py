@@ -94,6 +94,10 @@ def test_single_questions(case):
     assert len(engine.shortest_sr(x)) == min(len(t) for t in truth)
     assert engine.shortest_sr(x) in truth
     assert sorted(engine.sufficient_reasons(x)) == sorted(truth)
+    full = BruteForce(f).explain(x, ("nr", "ce"))
+    assert sorted(engine.necessary_reasons(x)) == sorted(full.necessary_reasons)
+    for t, ces in full.contrastive:
+        assert sorted(engine.contrastive(x, t)) == sorted(ces)
     for c in range(len(f.classes)):
         member = c in f.classes_of(x, "first")
         assert engine.holds(c, x) == member and engine.holds(c, x, positive=False) != member
