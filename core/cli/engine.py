@@ -407,8 +407,9 @@ def add_resume(p: argparse.ArgumentParser, records: str) -> None:
 def add_max_nodes(p: argparse.ArgumentParser) -> None:
     """``--max-nodes``: the decision-graph node budget (see :func:`max_nodes`)."""
     p.add_argument("--max-nodes", type=int, metavar="N",
-                   help="stop when the decision graphs exceed N nodes (default: as many as 60%% "
-                        "of this machine's memory holds; 0: no limit)")
+                   help="stop the decision graphs past N nodes (default: as many as 60%% of this "
+                        "machine's memory holds; 0: no limit); where --engine auto, the SAT "
+                        "engine then answers")
 
 
 def max_nodes(args: argparse.Namespace) -> int | None:
