@@ -161,7 +161,12 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             except BudgetExceeded:
                 if deadline is not None and time.monotonic() > deadline:
                     raise
-            ranks = sift(forest, ranks, created_nodes, deadline=deadline)
+            # A timed compile (auto's attempt) sifts for a third of the time left: a partly
+            # sifted order mostly compiles in the rest (ionosphere, 16 trees: sifting takes
+            # 9.2 s for a 2.4 s compile; cut at 3 s, the compile takes 2.0 s).
+            now = time.monotonic()
+            ranks = sift(forest, ranks, created_nodes,
+                         deadline=None if deadline is None else now + (deadline - now) / 3)
             if deadline is None:  # a sift cut short by the timeout is not the forest's best
                 if len(_SIFTED) >= SIFTED_KEPT:
                     del _SIFTED[next(iter(_SIFTED))]
