@@ -286,33 +286,46 @@ class SatEngine:
         q = _Instance(self._goal(self.forest.decision(x), False), self.cnf, x)
         return simple(x, _minimal_blocker(q, q.universe))
 
-    def shortest_sr(self, x: Instance) -> Term:
-        """A sufficient reason of the fewest features, by implicit hitting sets: a candidate
-        meeting every NR found so far is checked; when it does not block, the world found
-        gives a new NR. Greedy candidates come first (they find NRs without a MaxSAT call,
-        and each one that blocks, shrunk to an SR, is a smaller bound); a smallest hitting
-        set of the NRs (``Hitman``, MaxSAT) then either reaches the bound, which proves the
-        best SR found shortest, or is checked in turn."""
+    def shortest_sr(self, x: Instance, seconds: float | None = None) -> tuple[Term, bool]:
+        """``(term, proved)``: a sufficient reason of the fewest features, by implicit hitting
+        sets, and True; or, when ``seconds`` run out first, the shortest SR found by then
+        (an SR all the same) and False.
+
+        A candidate meeting every NR found so far is checked; when it does not block, the
+        world found gives a new NR. Greedy candidates come first (they find NRs without a
+        MaxSAT call, and each one that blocks, shrunk to an SR, is a smaller bound); a
+        smallest hitting set of the NRs (``Hitman``, MaxSAT) then either reaches the bound,
+        which proves the best SR found shortest, or is checked in turn. The time limit
+        interrupts solver calls and is checked between MaxSAT calls (one is not
+        interrupted); the first SR (:meth:`one_sr`'s) is always found."""
+        start = time.perf_counter()
         with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q, \
                 Hitman(htype="sorted") as hitman:
             best = _minimal_blocker(q, q.universe)
             found = Freers()
-            while True:
-                h = found.greedy_hitting()
-                optimal = h.bit_count() >= best.bit_count()
-                if optimal:
-                    h = sum(1 << (f - 1) for f in hitman.get() or ())
-                    if h.bit_count() >= best.bit_count():
-                        return simple(x, best)
-                world = q.oracle(h)
-                if world is None:
-                    if optimal:
-                        return simple(x, h)
-                    best = _minimal_blocker(q, h)
-                    continue
-                d = shrink_freer(world & q.universe & ~h, q.universe, q.oracle)
-                found.add(d)
-                hitman.hit([f + 1 for f in bits(d)])
+            deadline = math.inf if seconds is None else start + seconds
+            try:
+                with q.goal.until(deadline):
+                    while True:
+                        if time.perf_counter() >= deadline:  # steps answered from the cache
+                            raise OutOfTime
+                        h = found.greedy_hitting()
+                        optimal = h.bit_count() >= best.bit_count()
+                        if optimal:
+                            h = sum(1 << (f - 1) for f in hitman.get() or ())
+                            if h.bit_count() >= best.bit_count():
+                                return simple(x, best), True
+                        world = q.oracle(h)
+                        if world is None:
+                            if optimal:
+                                return simple(x, h), True
+                            best = _minimal_blocker(q, h)
+                            continue
+                        d = shrink_freer(world & q.universe & ~h, q.universe, q.oracle)
+                        found.add(d)
+                        hitman.hit([f + 1 for f in bits(d)])
+            except OutOfTime:
+                return simple(x, best), False
 
     def sufficient_reasons(self, x: Instance) -> Iterator[Term]:
         """The sufficient reasons of the decision on ``x``, yielded as they are found (no

@@ -163,7 +163,7 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--ties", choices=(*TIES, "both"), default="both",
                    help="engines: the tie policies run")
     p.add_argument("--pyxai-timeout", type=positive_seconds, default=60.0, metavar="S",
-                   help="pyxai: seconds a PyXAI call may take")
+                   help="pyxai: seconds a PyXAI call, and our shortest SR, may take")
     p.add_argument("--engine", choices=("both", "graphs"), default="both",
                    help="explain, oracles: time the SAT engine beside the decision graphs "
                         "(both), or the decision graphs alone")
