@@ -11,9 +11,14 @@ states by :mod:`rfcircuits.inputs`) and returns immutable
 
 ``engine="auto"`` (the default) decides before the first answer, by a capped attempt: the
 decision graphs compile within :data:`AUTO_SECONDS` and :data:`AUTO_NODES` (and the node
-budget), or the SAT engine answers. Graphs that fit then run without the cap; should a
-later graph (a contrastive explanation's negated class) outgrow the node budget, the SAT
-engine takes over from that instance on. The choice and why are in :attr:`Explainer.choice`.
+budget), or the SAT engine answers. When the rows to explain are known
+(:meth:`Explainer.compile` with ``rows``, :meth:`Explainer.explain_many`, the command line)
+and the SAT engine computes every field asked, it first answers the first of them, and the graphs get only as long as the SAT
+engine would take for all of them at that pace (at least :data:`AUTO_FLOOR`): a forest the
+SAT engine answers in milliseconds a row is not held up by seconds of compiling. Graphs
+that fit then run without the cap; should a later graph (a contrastive explanation's
+negated class) outgrow the node budget, the SAT engine takes over from that instance on.
+The choice and why are in :attr:`Explainer.choice`.
 """
 
 from __future__ import annotations
@@ -31,9 +36,9 @@ from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.graphengine import (NR_METHODS, ROBUST_METHODS, SR_METHODS, NrMethod, Order,
                                     RobustMethod, SrMethod, Ties, GraphEngine)
 from rfcircuits.inputs import Row, Table, instance_of, instances_of
-from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS, SatEngine
+from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS, NOT_COMPUTED, SatEngine
 
-__all__ = ["AUTO_NODES", "AUTO_SECONDS", "ENGINES", "Explainer", "NR_METHODS",
+__all__ = ["AUTO_FLOOR", "AUTO_NODES", "AUTO_SECONDS", "ENGINES", "Explainer", "NR_METHODS",
            "ROBUST_METHODS", "SR_METHODS", "Timings", "auto_cap"]
 
 EngineName = Literal["auto", "graphs", "sat"]
@@ -42,6 +47,9 @@ ENGINES: tuple[str, ...] = get_args(EngineName)
 #: to compile before it turns to the SAT engine.
 AUTO_SECONDS = 10.0
 AUTO_NODES = 10_000_000
+#: The least time the graphs get when the SAT engine's pace shortens the attempt: small
+#: forests compile in milliseconds either way, and always to graphs.
+AUTO_FLOOR = 1.0
 
 
 class Explainer:
@@ -64,7 +72,7 @@ class Explainer:
         fit). ``"sat"``: SAT calls on the NNF circuits (any forest; enumerations stop at
         ``limit_seconds`` and ``limit_items``; general sufficient and necessary reasons are
         not computed). ``"auto"``: the graphs when they compile within ``auto_seconds`` and
-        the node budget, else SAT.
+        the node budget (and, rows known, within the SAT engine's time for them), else SAT.
     max_nodes : int, None or "machine"
         Stop the decision graphs at this many nodes: ``"machine"`` (default) as many as 60 %
         of this machine's memory holds, None no limit. Past it, ``engine="graphs"`` raises
@@ -134,6 +142,7 @@ class Explainer:
                               limit_items=limit_items, progress=progress)
         self._given = compiled is not None
         self._engine: Engine | None = None
+        self._probe: tuple[Instance, tuple[str, ...], Explanation] | None = None
         #: Which engine answers and why, once chosen (:attr:`engine`).
         self.choice = ""
 
@@ -151,7 +160,8 @@ class Explainer:
             raise InputError(f"the decision graphs do not answer here ({self.choice})")
         return self._graphs
 
-    def _choose(self) -> Engine:
+    def _choose(self, rows: Sequence[Instance] = (), what: Sequence[str] = ALL_WHAT
+                ) -> Engine:
         if self._graphs is None:
             self.choice = "sat: SAT on the NNF circuits, as asked"
             self._stage("compiling NNF circuits")
@@ -168,12 +178,29 @@ class Explainer:
                                                        "graphs" else ", compiled by the caller")
             return graphs
         cap = auto_cap(self.max_nodes)
-        graphs.max_nodes, graphs.timeout = cap, self.auto_seconds
+        seconds, pace = self.auto_seconds, ""
+        if rows and not set(what) & set(NOT_COMPUTED):
+            # the SAT engine's pace on the first row bounds the graphs' attempt
+            self._stage("compiling NNF circuits")
+            self._sat.compile()
+            start = time.perf_counter()
+            e = self._sat.explain_states(rows[0], what)
+            self._probe = (tuple(rows[0]), tuple(what), e)
+            if not e.incomplete:
+                sat_seconds = len(rows) * (time.perf_counter() - start)
+                if sat_seconds < seconds:
+                    seconds = max(AUTO_FLOOR, sat_seconds)
+                    pace = (f" (the SAT engine's time for {len(rows)} "
+                            f"row{'s' if len(rows) > 1 else ''} at its pace on the first)")
+            self._stage("compiling decision graphs")
+        graphs.max_nodes, graphs.timeout = cap, seconds
         start = time.perf_counter()
         try:
             graphs.compile()
         except (BudgetExceeded, MemoryError) as exc:
-            return self._to_sat(_why(exc, self.auto_seconds, cap))
+            why = _why(exc, seconds, cap)
+            return self._to_sat(why + pace if "compile within" in why else why)
+        self._probe = None
         comp = graphs.compiled.lift_caps(self.max_nodes)
         graphs.max_nodes, graphs.timeout = self.max_nodes, None
         self.choice = (f"graphs: decision graphs, compiled in {time.perf_counter() - start:.1f} s"
@@ -207,11 +234,19 @@ class Explainer:
                 "any forest (--engine auto, the default, turns to it by itself), or "
                 "--max-nodes 0 lifts the budget")
 
-    def compile(self, negated: bool = False) -> None:
+    def compile(self, negated: bool = False, rows: Sequence[Instance] = (),
+                what: Sequence[str] = ALL_WHAT) -> None:
         """Choose the engine and compile now what :meth:`explain_states` would compile on
         first use (with ``negated``, also what contrastive explanations need), so that a
-        benchmark times compiling apart and forked workers share it."""
-        engine = self.engine
+        benchmark times compiling apart and forked workers share it.
+
+        ``rows`` (state indices, as :meth:`explain_states` takes them) and ``what``: the
+        explanations about to be asked; ``engine="auto"`` then times the SAT engine on the
+        first row (when it computes every field of ``what``) and gives the decision graphs no longer than the SAT engine would take
+        for all of them (that first answer is kept for the first call that asks it)."""
+        if self._engine is None:
+            self._engine = self._choose(rows, what)
+        engine = self._engine
         try:
             engine.compile(negated)
         except BudgetExceeded as exc:
@@ -247,7 +282,9 @@ class Explainer:
         values in feature order, or a sequence of instances as :meth:`explain` takes them.
         Every row is checked before any is explained; an error names the row."""
         keys = what_keys(what)
-        return [self.explain_states(x, keys) for x in instances_of(self.forest, X)]
+        xs = instances_of(self.forest, X)
+        self.compile(rows=xs, what=keys)
+        return [self.explain_states(x, keys) for x in xs]
 
     def explain_states(self, x: Instance, what: Sequence[str] = ALL_WHAT,
                        timings: Timings | None = None, **graph_options: str) -> Explanation:
@@ -259,6 +296,10 @@ class Explainer:
         call."""
         engine = self.engine
         if engine is not self._graphs:
+            if self._probe is not None and timings is None and \
+                    self._probe[:2] == (tuple(x), tuple(what)):
+                e, self._probe = self._probe[2], None
+                return e
             return engine.explain_states(x, what, timings)
         try:
             return self._graphs.explain_states(x, what, timings, **graph_options)

@@ -222,6 +222,53 @@ def test_auto_chooses_the_graphs_where_they_fit_and_sat_beyond():
         beyond.graphs
 
 
+def test_auto_gives_the_graphs_the_sat_engines_time_for_the_rows(monkeypatch):
+    # Rows known, auto answers the first by SAT and caps the graphs' attempt at what SAT
+    # would take for all rows (the floor here: the SAT engine takes milliseconds a row).
+    from rfcircuits import explain
+    from rfcircuits.graphengine import GraphEngine
+
+    rng = random.Random(5)
+    f = random_forest(rng, Limits(max_features=5, max_states=5, max_trees=9, max_classes=3))
+    xs = [random_instance(rng, f) for _ in range(3)]
+    caps = []
+    compile_graphs = GraphEngine.compile
+
+    def record(self, *args, **kwargs):
+        caps.append(self.timeout)
+        return compile_graphs(self, *args, **kwargs)
+
+    monkeypatch.setattr(GraphEngine, "compile", record)
+    what = ("sr", "nr", "robust")
+    for rows, asked, cap in ((xs, what, explain.AUTO_FLOOR), ((), what, explain.AUTO_SECONDS),
+                             (xs, ("sr", "gsr"), explain.AUTO_SECONDS)):
+        caps.clear()
+        explainer = Explainer(f)
+        explainer.compile(rows=rows, what=asked)
+        assert caps[0] == cap and explainer.engine.name == "graphs"
+    rows = [instance_to_json(f, x) for x in xs]  # as a user holds them: state names
+    assert [e.engine for e in Explainer(f).explain_many(rows, what)] == ["graphs"] * 3
+
+    def too_slow(self, *args, **kwargs):
+        raise BudgetExceeded("decision graphs exceed --timeout")
+
+    monkeypatch.setattr(GraphEngine, "compile", too_slow)
+    sat_answers = []
+    sat_explain = SatEngine.explain_states
+
+    def count(self, x, *args, **kwargs):
+        sat_answers.append(x)
+        return sat_explain(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(SatEngine, "explain_states", count)
+    explainer = Explainer(f)
+    answers = explainer.explain_many(rows, what)
+    assert "did not compile within 1 s (the SAT engine's time for 3 rows" in explainer.choice
+    assert sat_answers == xs  # the first row's answer was kept, not asked again
+    assert [e.to_json() for e in answers] == [unlimited(f).explain_states(x, what).to_json()
+                                              for x in xs]
+
+
 def test_the_api_has_the_machines_node_budget_by_default():
     from rfcircuits.budget import default_max_nodes
 

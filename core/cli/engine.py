@@ -458,7 +458,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         explainer = Explainer(forest, args.ties, engine=args.engine, progress=progress,
                               **options)
         if len(instances) > len(out.resumed):  # up front: the bar shows the compile apart
-            explainer.compile()
+            explainer.compile(rows=instances[len(out.resumed):], what=what)
         progress.stage("instances", len(instances))
         if explainer.choice:
             progress.note(f"engine {explainer.choice}")

@@ -5,7 +5,8 @@ For each Table 2 configuration (the paper's forests: dataset, #trees, depth 4, 8
 fixed seed) and tie policy, the same test rows are explained three times in one process,
 with ``--what`` (default ``sr,nr,ce,robust,flips``): by the decision graphs (within
 :data:`GRAPH_NODES` nodes, about 2 GB, or ``--max-nodes``), by the SAT engine (its default
-limits, or ``--limit-seconds``/``--limit-items``), and by ``engine="auto"``. A row gives each
+limits, or ``--limit-seconds``/``--limit-items``), and by ``engine="auto"`` (told the rows
+and fields, as ``explain`` tells it). A row gives each
 one's seconds (compile and explanations) and peak memory, which engine ``auto`` chose, its
 time against the better forced engine (``auto ≤ 1.5 × best + 10 s`` is the target), how many
 of the SAT engine's fields were complete, and how many of those equal the graphs' answer
@@ -52,7 +53,7 @@ def run_engine(forest: Forest, ties: str, rows: Sequence[Instance], what: Sequen
     start = time.perf_counter()
     explainer = Explainer(forest, ties, engine=engine, **options)  # type: ignore[arg-type]
     try:
-        explainer.compile()
+        explainer.compile(rows=rows, what=what)
         answers = [explainer.explain_states(x, what) for x in rows]
     except BudgetExceeded as exc:
         return time.perf_counter() - start, peak_mb(), None, exc.for_cli()
