@@ -194,3 +194,4 @@ def test_bench_pyxai_rows(monkeypatch, capsys):
     for row in rows:
         assert validator("bench").is_valid(row), row
         assert row["ours_done"] == 2 and "pyxai_median" in row or row["pair"].endswith(" / -")
+        assert ("ours_features" in row) == row["pair"].startswith(("one SR", "shortest SR"))

@@ -13,7 +13,9 @@ pyxai.run_pyxai`, its model imported before the clock). Rows pair like with like
   ``minimal_contrastive_reason`` (two classes: the smallest change of the prediction, a
   question like robustness).
 
-Each row gives the median and the largest per-row seconds of both sides, the ratio of the
+Each row gives the median and the largest per-row seconds of both sides, for the SR pairs the
+median number of features of the SRs found (PyXAI's counted over the features its conditions
+test; at a time limit, each side's best by then), the ratio of the
 medians (ours/PyXAI: at most 1 is the goal for the two like-for-like pairs), how many rows
 each side answered (PyXAI: ``ok`` within its time limit, not its best at the limit; ours:
 complete, a shortest SR proved shortest within the same limit), and the peak memory of our
@@ -56,22 +58,26 @@ def _data(seed: int) -> tuple[Any, Any, Any, list[str]]:
 
 
 def _ours(engine: SatEngine, instances: list[Any], seconds: float
-          ) -> dict[str, list[tuple[float, bool]]]:
-    """Per pair, each row's (seconds, complete); a shortest SR gets ``seconds``, as PyXAI's
-    calls do (complete: proved shortest)."""
+          ) -> tuple[dict[str, list[tuple[float, bool]]], dict[str, list[int]]]:
+    """Per pair, each row's (seconds, complete), and per SR pair each row's number of
+    features; a shortest SR gets ``seconds``, as PyXAI's calls do (complete: proved
+    shortest)."""
     out: dict[str, list[tuple[float, bool]]] = {name: [] for name, _ in PAIRS}
+    sizes: dict[str, list[int]] = {"one SR": [], "shortest SR": []}
     for x in instances:
         start = time.perf_counter()
-        engine.one_sr(x)
+        term = engine.one_sr(x)
         out["one SR"].append((time.perf_counter() - start, True))
+        sizes["one SR"].append(len(term))
         start = time.perf_counter()
-        _, proved = engine.shortest_sr(x, seconds)
+        term, proved = engine.shortest_sr(x, seconds)
         out["shortest SR"].append((time.perf_counter() - start, proved))
+        sizes["shortest SR"].append(len(term))
         for name, what in (("SRs + NRs", ("sr", "nr")), ("robustness", ("robust",))):
             start = time.perf_counter()
             e = engine.explain_states(x, what)
             out[name].append((time.perf_counter() - start, not e.incomplete))
-    return out
+    return out, sizes
 
 
 def bench_pyxai(args: argparse.Namespace) -> int:
@@ -105,15 +111,19 @@ def bench_pyxai(args: argparse.Namespace) -> int:
                            limit_items=args.limit_items or None)
         engine.compile()
         compile_seconds = time.perf_counter() - start
-        ours = _ours(engine, instances, args.pyxai_timeout)
+        ours, our_sizes = _ours(engine, instances, args.pyxai_timeout)
         ours_mb = peak_mb()
         theirs: dict[str, list[tuple[float, bool]]] = {}
+        their_sizes: dict[str, list[int]] = {}
         worker_mb = 0.0
         kinds = [kind for _, kind in PAIRS if kind]
         for answer in run_pyxai(model, rows, kinds, args.pyxai_timeout):
             theirs.setdefault(answer["kind"], []).append(
                 (answer.get("seconds", args.pyxai_timeout),
                  answer["status"] == "ok" and not answer.get("approximate")))
+            if answer.get("reason") is not None:  # its best at the limit counts here too
+                their_sizes.setdefault(answer["kind"], []).append(
+                    len({feature for feature, _, _ in answer["reason"]}))
             worker_mb = max(worker_mb, answer.get("peak_mb", 0.0))
         for name, kind in PAIRS:
             mine = [s for s, _ in ours[name]]
@@ -131,5 +141,9 @@ def bench_pyxai(args: argparse.Namespace) -> int:
                            pyxai_done=sum(ok for _, ok in theirs.get(kind, [])))
                 if times:
                     row["ratio"] = round(row["ours_median"] / max(row["pyxai_median"], 1e-9), 2)
+            if name in our_sizes:
+                row["ours_features"] = statistics.median(our_sizes[name])
+                if their_sizes.get(kind or ""):
+                    row["pyxai_features"] = statistics.median(their_sizes[kind or ""])
             table.row(row)
     return 0
