@@ -13,10 +13,11 @@ states by :mod:`rfcircuits.inputs`) and returns immutable
 decision graphs compile within :data:`AUTO_SECONDS` and :data:`AUTO_NODES` (and the node
 budget), or the SAT engine answers. When the rows to explain are known
 (:meth:`Explainer.compile` with ``rows``, :meth:`Explainer.explain_many`, the command line)
-and the SAT engine computes every field asked, it first answers the first of them, and the graphs get only as long as the SAT
-engine would take for all of them at that pace (at least :data:`AUTO_FLOOR`): a forest the
-SAT engine answers in milliseconds a row is not held up by seconds of compiling. Graphs
-that fit then run without the cap; should a later graph (a contrastive explanation's
+and the SAT engine computes every field asked, it first answers the first of them, and the
+graphs get only as long as the SAT engine would take for all of them at that pace (at least :data:`AUTO_FLOOR`): a forest the
+SAT engine answers in milliseconds a row is not held up by seconds of compiling; should the
+SAT engine then take longer than ``auto_seconds`` over the rows, the graphs get their full
+attempt once, and answer the rest if they compile. Graphs that fit then run without the cap; should a later graph (a contrastive explanation's
 negated class) outgrow the node budget, the SAT engine takes over from that instance on.
 The choice and why are in :attr:`Explainer.choice`.
 """
@@ -143,6 +144,9 @@ class Explainer:
         self._given = compiled is not None
         self._engine: Engine | None = None
         self._probe: tuple[Instance, tuple[str, ...], Explanation] | None = None
+        # graphs cut short by the SAT engine's pace, and the SAT engine's seconds since
+        self._retry: GraphEngine | None = None
+        self._sat_seconds = 0.0
         #: Which engine answers and why, once chosen (:attr:`engine`).
         self.choice = ""
 
@@ -177,7 +181,6 @@ class Explainer:
             self.choice = "graphs: decision graphs" + (", as asked" if self.requested ==
                                                        "graphs" else ", compiled by the caller")
             return graphs
-        cap = auto_cap(self.max_nodes)
         seconds, pace = self.auto_seconds, ""
         if rows and not set(what) & set(NOT_COMPUTED):
             # the SAT engine's pace on the first row bounds the graphs' attempt
@@ -186,29 +189,56 @@ class Explainer:
             start = time.perf_counter()
             e = self._sat.explain_states(rows[0], what)
             self._probe = (tuple(rows[0]), tuple(what), e)
+            self._sat_seconds = time.perf_counter() - start
             if not e.incomplete:
-                sat_seconds = len(rows) * (time.perf_counter() - start)
+                sat_seconds = len(rows) * self._sat_seconds
                 if sat_seconds < seconds:
                     seconds = max(AUTO_FLOOR, sat_seconds)
                     pace = (f" (the SAT engine's time for {len(rows)} "
                             f"row{'s' if len(rows) > 1 else ''} at its pace on the first)")
             self._stage("compiling decision graphs")
-        graphs.max_nodes, graphs.timeout = cap, seconds
+        outcome = self._attempt(graphs, seconds)
+        if isinstance(outcome, BaseException):
+            why = _why(outcome, seconds, auto_cap(self.max_nodes))
+            if pace and "compile within" in why:
+                self._retry = graphs
+                return self._to_sat(why + pace)
+            return self._to_sat(why)
+        self._probe = None
+        self.choice = f"graphs: decision graphs, {outcome}"
+        return graphs
+
+    def _attempt(self, graphs: GraphEngine, seconds: float) -> str | BaseException:
+        """Compile the decision graphs within ``seconds`` and :func:`auto_cap`'s nodes: what
+        they took, in words (their caps lifted), or why they stopped."""
+        graphs.max_nodes, graphs.timeout = auto_cap(self.max_nodes), seconds
         start = time.perf_counter()
         try:
             graphs.compile()
         except (BudgetExceeded, MemoryError) as exc:
-            why = _why(exc, seconds, cap)
-            return self._to_sat(why + pace if "compile within" in why else why)
-        self._probe = None
+            return exc
         comp = graphs.compiled.lift_caps(self.max_nodes)
         graphs.max_nodes, graphs.timeout = self.max_nodes, None
-        self.choice = (f"graphs: decision graphs, compiled in {time.perf_counter() - start:.1f} s"
-                       f" ({comp.total_nodes():,} nodes)")
-        return graphs
+        return f"compiled in {time.perf_counter() - start:.1f} s ({comp.total_nodes():,} nodes)"
+
+    def _second_attempt(self) -> None:
+        """The SAT engine, chosen for its pace on the first row, has since taken longer
+        than ``auto_seconds``: the decision graphs get the attempt they were denied (once)
+        and answer the rest if they compile."""
+        graphs, self._retry = self._retry, None
+        assert graphs is not None
+        outcome = self._attempt(graphs, self.auto_seconds)
+        if isinstance(outcome, BaseException):
+            why = _why(outcome, self.auto_seconds, auto_cap(self.max_nodes))
+            self.choice += f"; then {why}"
+            return
+        self._graphs = self._engine = graphs
+        self.choice = (f"graphs: decision graphs, {outcome}, once the SAT engine had taken "
+                       f"{self._sat_seconds:.1f} s")
 
     def _to_sat(self, why: str) -> Engine:
-        """Turn to the SAT engine for good, dropping the decision graphs."""
+        """Turn to the SAT engine, dropping the decision graphs (for good unless the SAT
+        engine's pace cut them short: ``_retry``)."""
         self._graphs = None
         self.choice = f"sat: SAT on the NNF circuits ({why})"
         self._stage("compiling NNF circuits")
@@ -300,7 +330,13 @@ class Explainer:
                     self._probe[:2] == (tuple(x), tuple(what)):
                 e, self._probe = self._probe[2], None
                 return e
-            return engine.explain_states(x, what, timings)
+            start = time.perf_counter()
+            e = engine.explain_states(x, what, timings)
+            if self._retry is not None:
+                self._sat_seconds += time.perf_counter() - start
+                if self._sat_seconds > self.auto_seconds:
+                    self._second_attempt()
+            return e
         try:
             return self._graphs.explain_states(x, what, timings, **graph_options)
         except BudgetExceeded as exc:  # a negated class's graph outgrew the budget

@@ -269,6 +269,37 @@ def test_auto_gives_the_graphs_the_sat_engines_time_for_the_rows(monkeypatch):
                                               for x in xs]
 
 
+def test_auto_gives_the_graphs_their_attempt_when_sat_is_slower_than_its_pace(monkeypatch):
+    # Cut short by the SAT engine's pace on the first row, the graphs get their full attempt
+    # once the SAT engine has taken longer than auto_seconds (0 here, after the choice).
+    from rfcircuits.graphengine import GraphEngine
+
+    rng = random.Random(6)
+    f = random_forest(rng, Limits(max_features=5, max_states=5, max_trees=9, max_classes=3))
+    xs = [random_instance(rng, f) for _ in range(3)]
+    compile_graphs = GraphEngine.compile
+    attempts = []
+
+    def first_too_slow(self, *args, **kwargs):
+        attempts.append(self.timeout)
+        if len(attempts) == 1:
+            raise BudgetExceeded("decision graphs exceed --timeout")
+        self.timeout = None
+        return compile_graphs(self, *args, **kwargs)
+
+    monkeypatch.setattr(GraphEngine, "compile", first_too_slow)
+    what = ("sr", "nr", "robust")
+    explainer = Explainer(f)
+    explainer.compile(rows=xs, what=what)
+    assert explainer.engine.name == "sat" and "at its pace on the first" in explainer.choice
+    explainer.auto_seconds = 0
+    answers = [explainer.explain_states(x, what) for x in xs]
+    assert [e.engine for e in answers] == ["sat", "sat", "graphs"]
+    assert "once the SAT engine had taken" in explainer.choice
+    assert [e.to_json(engine=False) for e in answers] == [
+        unlimited(f).explain_states(x, what).to_json(engine=False) for x in xs]
+
+
 def test_the_api_has_the_machines_node_budget_by_default():
     from rfcircuits.budget import default_max_nodes
 
