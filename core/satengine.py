@@ -473,12 +473,13 @@ class _Run:
                     while not goal.solve(q.at_most(k)):
                         k += 1
                     self.r, self.robust_known = k, True
-                    while len(self.shortest) < self.items and goal.solve(q.at_most(k)):
-                        d = q.deviations(q.universe)
-                        self.shortest.append(d)
-                        q.exclude(d)
-                    else:
-                        self.shortest_complete = len(self.shortest) < self.items
+                    if "flips" in self.wanted:  # the shortest NR sets serve flips only
+                        while len(self.shortest) < self.items and goal.solve(q.at_most(k)):
+                            d = q.deviations(q.universe)
+                            self.shortest.append(d)
+                            q.exclude(d)
+                        else:
+                            self.shortest_complete = len(self.shortest) < self.items
             except OutOfTime:
                 pass
         if "robust" in self.wanted:
