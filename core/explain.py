@@ -14,10 +14,12 @@ decision graphs compile within :data:`AUTO_SECONDS` and :data:`AUTO_NODES` (and 
 budget), or the SAT engine answers. When the rows to explain are known
 (:meth:`Explainer.compile` with ``rows``, :meth:`Explainer.explain_many`, the command line)
 and the SAT engine computes every field asked, it first answers the first of them, and the
-graphs get only as long as the SAT engine would take for all of them at that pace (at least :data:`AUTO_FLOOR`): a forest the
-SAT engine answers in milliseconds a row is not held up by seconds of compiling; should the
-SAT engine then take longer than ``auto_seconds`` over the rows, the graphs get their full
-attempt once, and answer the rest if they compile. Graphs that fit then run without the cap; should a later graph (a contrastive explanation's
+graphs get only as long as the SAT engine would take for all of them at that pace (at
+least :data:`AUTO_FLOOR`): a forest the SAT engine answers in milliseconds a row is not held
+up by seconds of compiling. Should the SAT engine then take longer than ``auto_seconds``
+over the rows, the graphs get another attempt once (``auto_seconds``, or half the SAT
+engine's projected time for all the rows if longer) and answer the rest if they compile.
+Graphs that fit run without the cap; should a later graph (a contrastive explanation's
 negated class) outgrow the node budget, the SAT engine takes over from that instance on.
 The choice and why are in :attr:`Explainer.choice`.
 """
@@ -144,9 +146,11 @@ class Explainer:
         self._given = compiled is not None
         self._engine: Engine | None = None
         self._probe: tuple[Instance, tuple[str, ...], Explanation] | None = None
-        # graphs cut short by the SAT engine's pace, and the SAT engine's seconds since
+        # graphs cut short by the SAT engine's pace; the SAT engine's seconds and rows since,
+        # and the rows planned
         self._retry: GraphEngine | None = None
         self._sat_seconds = 0.0
+        self._sat_rows = self._rows = 0
         #: Which engine answers and why, once chosen (:attr:`engine`).
         self.choice = ""
 
@@ -190,6 +194,7 @@ class Explainer:
             e = self._sat.explain_states(rows[0], what)
             self._probe = (tuple(rows[0]), tuple(what), e)
             self._sat_seconds = time.perf_counter() - start
+            self._sat_rows, self._rows = 1, len(rows)
             if not e.incomplete:
                 sat_seconds = len(rows) * self._sat_seconds
                 if sat_seconds < seconds:
@@ -223,13 +228,17 @@ class Explainer:
 
     def _second_attempt(self) -> None:
         """The SAT engine, chosen for its pace on the first row, has since taken longer
-        than ``auto_seconds``: the decision graphs get the attempt they were denied (once)
-        and answer the rest if they compile."""
+        than ``auto_seconds``: the decision graphs get another attempt (once), of
+        ``auto_seconds`` or half the SAT engine's time for all planned rows at its pace so
+        far, whichever is longer, and answer the rest if they compile (at worst, the run
+        takes 1.5 times the SAT engine's time plus the first attempt's)."""
         graphs, self._retry = self._retry, None
         assert graphs is not None
-        outcome = self._attempt(graphs, self.auto_seconds)
+        seconds = max(self.auto_seconds,
+                      self._sat_seconds / self._sat_rows * max(self._rows, self._sat_rows) / 2)
+        outcome = self._attempt(graphs, seconds)
         if isinstance(outcome, BaseException):
-            why = _why(outcome, self.auto_seconds, auto_cap(self.max_nodes))
+            why = _why(outcome, seconds, auto_cap(self.max_nodes))
             self.choice += f"; then {why}"
             return
         self._graphs = self._engine = graphs
@@ -334,6 +343,7 @@ class Explainer:
             e = engine.explain_states(x, what, timings)
             if self._retry is not None:
                 self._sat_seconds += time.perf_counter() - start
+                self._sat_rows += 1
                 if self._sat_seconds > self.auto_seconds:
                     self._second_attempt()
             return e

@@ -296,6 +296,7 @@ def test_auto_gives_the_graphs_their_attempt_when_sat_is_slower_than_its_pace(mo
     answers = [explainer.explain_states(x, what) for x in xs]
     assert [e.engine for e in answers] == ["sat", "sat", "graphs"]
     assert "once the SAT engine had taken" in explainer.choice
+    assert attempts[1] > 0  # half the SAT engine's projected time, auto_seconds being 0
     assert [e.to_json(engine=False) for e in answers] == [
         unlimited(f).explain_states(x, what).to_json(engine=False) for x in xs]
 
