@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from pysat.solvers import Solver
-
 from rfcircuits.forest import mask_states as bits
 
 #: ``oracle(fixed)``: None when fixing the features of the bitmask ``fixed`` blocks the goal,
@@ -48,6 +46,8 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
     With no freer at all (the goal cannot hold) the one minimal blocker is the empty set.
     """
     freers = Freers()
+    from pysat.solvers import Solver  # PySAT loads with the SAT engine's first use only
+
     with Solver(name="minisat22") as hitting:
         while hitting.solve():
             model = hitting.get_model()

@@ -38,10 +38,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence, Sized
-
-from pysat.card import ITotalizer
-from pysat.examples.hitman import Hitman
-from pysat.solvers import Solver
+from typing import TYPE_CHECKING
 
 from rfcircuits._engine_abc import Timings
 from rfcircuits.cnf import CircuitCNF
@@ -52,6 +49,9 @@ from rfcircuits.flipgrid import shortest_gnrs
 from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.terms import Term, simple, simple_terms
+
+if TYPE_CHECKING:
+    from pysat.card import ITotalizer
 
 
 #: The ``what`` keys this engine does not compute (the decision-graph engine does).
@@ -72,6 +72,8 @@ class _Goal:
 
     def __init__(self, cnf: CircuitCNF, c: int, positive: bool) -> None:
         self.literal, clauses, self.n_vars = cnf.goal(c, positive)
+        from pysat.solvers import Solver  # PySAT loads with the SAT engine's first goal only
+
         self.solver = Solver(name=SOLVER, bootstrap_with=clauses)
         # every variable, in a clause or not, gets a value in models and a phase
         self.solver.add_clause([self.n_vars, -self.n_vars])
@@ -111,6 +113,8 @@ class _Goal:
         """``(selectors, at_least)``: one selector per feature and ``at_least[k]`` true when
         more than ``k`` selectors are (a totalizer, added on first use)."""
         if self._counter is None:
+            from pysat.card import ITotalizer
+
             self._selectors = [self.new_var() for _ in range(n)]
             self._counter = ITotalizer(lits=self._selectors, ubound=n, top_id=self.n_vars)
             self.n_vars = max(self.n_vars, self._counter.top_id)
@@ -298,6 +302,8 @@ class SatEngine:
         which proves the best SR found shortest, or is checked in turn. The time limit
         interrupts solver calls and is checked between MaxSAT calls (one is not
         interrupted); the first SR (:meth:`one_sr`'s) is always found."""
+        from pysat.examples.hitman import Hitman
+
         start = time.perf_counter()
         with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q, \
                 Hitman(htype="sorted") as hitman:
