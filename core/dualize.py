@@ -45,9 +45,9 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
 
     With no freer at all (the goal cannot hold) the one minimal blocker is the empty set.
     """
-    freers = Freers()
     from pysat.solvers import Solver  # PySAT loads with the SAT engine's first use only
 
+    freers = Freers()
     with Solver(name="minisat22") as hitting:
         while hitting.solve():
             model = hitting.get_model()

@@ -205,7 +205,7 @@ class Explainer:
         outcome = self._attempt(graphs, seconds)
         if isinstance(outcome, BaseException):
             why = _why(outcome, seconds, auto_cap(self.max_nodes))
-            if pace and "compile within" in why:
+            if pace and _timed_out(outcome):
                 self._retry = graphs
                 return self._to_sat(why + pace)
             return self._to_sat(why)
@@ -263,7 +263,7 @@ class Explainer:
     def _budget_error(self, exc: BudgetExceeded) -> BudgetExceeded:
         """The node budget's error, saying what to do next in the API's words and the
         command line's."""
-        if "timeout" in str(exc):
+        if _timed_out(exc):
             return exc
         return BudgetExceeded(
             f"decision graphs exceed max_nodes={self.max_nodes}: engine='sat' explains any "
@@ -281,8 +281,9 @@ class Explainer:
 
         ``rows`` (state indices, as :meth:`explain_states` takes them) and ``what``: the
         explanations about to be asked; ``engine="auto"`` then times the SAT engine on the
-        first row (when it computes every field of ``what``) and gives the decision graphs no longer than the SAT engine would take
-        for all of them (that first answer is kept for the first call that asks it)."""
+        first row (when it computes every field of ``what``) and gives the decision graphs
+        no longer than the SAT engine would take for all of them (that first answer is kept
+        for the first call that asks it)."""
         if self._engine is None:
             self._engine = self._choose(rows, what)
         engine = self._engine
@@ -361,10 +362,15 @@ def auto_cap(max_nodes: int | None) -> int:
     return AUTO_NODES if max_nodes is None else min(max_nodes, AUTO_NODES)
 
 
+def _timed_out(exc: BaseException) -> bool:
+    """Whether the decision graphs stopped at their time limit (not nodes, not memory)."""
+    return isinstance(exc, BudgetExceeded) and "timeout" in str(exc)
+
+
 def _why(exc: BaseException, seconds: float | None, nodes: int | None) -> str:
     """Why the decision graphs were left, in words."""
     if isinstance(exc, MemoryError):
         return "the decision graphs ran out of memory"
-    if "timeout" in str(exc):
+    if _timed_out(exc):
         return f"the decision graphs did not compile within {seconds:g} s"
     return f"the decision graphs exceed {nodes:,} nodes"

@@ -160,11 +160,16 @@ def _block(nnf: NNF, root: int, nodes: list[int], x: Sequence[int], features: li
                     del value[c]
     flips = ~np.broadcast_to(value[root], shape)
     for i, f in enumerate(features):  # a flip changes every feature of the set
-        home = next(a for a, m in enumerate(atoms[i]) if m >> x[f] & 1)
+        home = atom_of(atoms[i], x[f])
         first = start if i == 0 else 0
         flips = flips & (np.arange(first, first + shape[i]) != home).reshape(
             tuple(shape[i] if j == i else 1 for j in range(len(shape))))
     return np.ascontiguousarray(flips).reshape(-1)
+
+
+def atom_of(atoms: list[int], state: int) -> int:
+    """The index of the atom (a state mask of a partition) holding ``state``."""
+    return next(a for a, m in enumerate(atoms) if m >> state & 1)
 
 
 def _atoms(n_states: int, masks: set[int]) -> list[int]:

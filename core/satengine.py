@@ -45,7 +45,7 @@ from rfcircuits.cnf import CircuitCNF
 from rfcircuits.dualize import BLOCKER, Freers, dualize, shrink_freer
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.flipgrid import shortest_gnrs
+from rfcircuits.flipgrid import atom_of, shortest_gnrs
 from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.terms import Term, simple, simple_terms
@@ -533,7 +533,7 @@ class _Run:
                 cell = []
                 for i, f in enumerate(features):
                     state = cnf.state_of(model, f)
-                    cell.append(next(a for a, m in enumerate(atoms[i]) if m >> state & 1))
+                    cell.append(atom_of(atoms[i], state))
                 found.append(tuple(cell))
                 block = [-active]
                 for i, (f, a) in enumerate(zip(features, cell)):
