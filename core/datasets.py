@@ -40,7 +40,7 @@ class Dataset:
     path: str | None = None  # the CSV file, whose line i + 2 is row i
 
 
-def _read_table(path: str) -> tuple[list[str], list[list[str]]]:
+def read_table(path: str) -> tuple[list[str], list[list[str]]]:
     """The header (names stripped, distinct) and data rows of a CSV file, every row with as
     many fields as the header."""
     try:
@@ -83,7 +83,7 @@ def _numbers(path: str, header: list[str], rows: list[list[str]],
 def load_csv(path: str | os.PathLike[str], target: str | None = None) -> Dataset:
     """Read a CSV; ``target`` names the label column (default: the last column)."""
     path = os.fspath(path)
-    header, rows = _read_table(path)
+    header, rows = read_table(path)
     if target is None:
         target = header[-1]
     if target not in header:
@@ -125,7 +125,7 @@ def load_rows(path: str | os.PathLike[str], feature_names: Sequence[str] | None,
     matched by position: every column but ``target``, or, without ``target``, all columns
     (no labels) or all but the last (the labels, as ``rfcircuits train`` reads a CSV)."""
     path = os.fspath(path)
-    header, rows = _read_table(path)
+    header, rows = read_table(path)
     if target is not None and target not in header:
         raise InputError(f"{path}: no column named {target!r} (columns: {', '.join(header)})")
     if feature_names is not None:

@@ -31,6 +31,10 @@ WHAT_FIELDS = {
     "flips": "shortest_flips",
 }
 ALL_WHAT = tuple(WHAT_FIELDS)
+#: The formats of ``rfcircuits explain --format`` (:meth:`Explanation.render`).
+FORMATS = ("jsonl", "text")
+#: How many items of each list the readable form shows by default.
+TEXT_LIMIT = 10
 #: The keys every explanation has, before the fields of ``what``.
 HEADER_KEYS = ("instance", "ties", "votes", "decision", "classes")
 #: One field's key; :data:`What`: the fields an explanation is asked for.
@@ -136,10 +140,19 @@ class Explanation:
         :meth:`to_json` takes it."""
         return dumps(self.to_json(engine))
 
-    def to_text(self, limit: int | None = 10) -> str:
+    def render(self, fmt: str) -> str:
+        """One record of ``rfcircuits explain --format fmt``: :meth:`to_line` (``jsonl``) or
+        :meth:`to_text` (``text``), whose lists cut at :data:`TEXT_LIMIT` point to ``jsonl``."""
+        if fmt == "text":
+            return self.to_text(more="--format jsonl lists all")
+        return self.to_line()
+
+    def to_text(self, limit: int | None = TEXT_LIMIT,
+                more: str = "to_text(limit=None) shows all") -> str:
         """The readable form: the instance, the decision and votes, then every field asked
         for, its items as literals (``2.45 < petal_length ≤ 4.75``, ``colour=red``); at most
-        ``limit`` items per list (None: all)."""
+        ``limit`` items per list (None: all), a longer list ending with how many more and
+        ``more``, where to see them."""
         f = self.forest
         states = (_state_text(f, i, s) for i, s in enumerate(self.instance))
         lines = ["instance: " + ", ".join(states),
@@ -164,10 +177,11 @@ class Explanation:
                     lines.append("  (none: the instance is in every class)")
                 for t, clauses in value:
                     lines.append(f"  to {f.classes[t]}:")
-                    lines.extend(_listing(f, clauses, " ∨ ", limit, "    "))
+                    lines.extend(_listing(f, clauses, " ∨ ", limit, more, "    "))
             else:
                 lines.append(TEXT_HEADINGS[key] + ":")
-                lines.extend(_listing(f, value, " ∨ " if key in CLAUSE_KEYS else " ∧ ", limit))
+                lines.extend(_listing(f, value, " ∨ " if key in CLAUSE_KEYS else " ∧ ", limit,
+                                      more))
                 if key == "flips" and value:
                     lines.append("  e.g. " + self._flip_example())
         for key in self.not_computed:
@@ -229,14 +243,13 @@ def _state_text(forest: Forest, feature: int, state: int) -> str:
 
 
 def _listing(forest: Forest, items: Sequence[Term], joiner: str, limit: int | None,
-             indent: str = "  ") -> list[str]:
+             more: str, indent: str = "  ") -> list[str]:
     shown = items if limit is None else items[:limit]
     texts = [term_text(forest, t, joiner) for t in shown]
     lines = [indent + (t if t != "true" else "true (whatever the features)") for t in texts]
     lines = lines or [indent + "(none)"]
     if len(items) > len(shown):
-        lines.append(f"{indent}… and {len(items) - len(shown)} more (to_text(limit=None) "
-                     "shows all)")
+        lines.append(f"{indent}… and {len(items) - len(shown)} more ({more})")
     return lines
 
 

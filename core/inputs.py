@@ -11,18 +11,28 @@ kind of value is an error.
 
 pandas is recognised by its attributes (a table has ``columns``, a row ``keys`` and
 ``items``), never imported: the library does not depend on it.
+
+Files of instances (:func:`read_instances`, the command line's ``--instances``) are JSON
+Lines or CSV: a CSV's header names the features, in any order, and a label column may be named
+(``target``) to be left out; any other column is an error, so that a misspelt feature is never
+silently dropped.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rfcircuits.datasets import read_table
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, parse_instance
+from rfcircuits.forest import Forest, Instance, load_instances, parse_instance
 
-__all__ = ["Row", "Table", "Value", "instance_of", "instances_of"]
+__all__ = ["Row", "Table", "Value", "instance_of", "instances_of", "read_instances"]
+#: File suffixes read as JSON Lines; ``.csv`` is CSV; any other file is read by its first
+#: character (an instance line starts with ``{``).
+JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
 
 #: A feature's value: a number (numeric features) or a state name.
 Value = float | str
@@ -78,6 +88,64 @@ def instances_of(forest: Forest, X: Any) -> list[Instance]:
     else:
         rows = X.tolist() if hasattr(X, "tolist") else X
     return [instance_of(forest, row, f"row {i}") for i, row in enumerate(rows)]
+
+
+def read_instances(path: str | os.PathLike[str], forest: Forest,
+                   target: str | None = None) -> list[Instance]:
+    """The instances of a file, at least one: JSON Lines (docs/formats.md#instances) or CSV
+    (module docstring; ``target`` names a column to leave out, CSV only). Errors name the
+    file, the line and the column."""
+    path = os.fspath(path)
+    if not _is_csv(path):
+        if target is not None:
+            raise InputError(f"{path}: --target names a column of a CSV file, and this file "
+                             "is read as JSON Lines (a CSV file's name ends in .csv)")
+        return load_instances(path, forest)
+    header, rows = read_table(path)
+    if target is not None and target not in header:
+        raise InputError(f"{path}: no column named {target!r} to leave out (columns: "
+                         f"{_listed(header)})")
+    named = [h for h in header if h != target]
+    problem = names_problem(named, forest)
+    if problem is not None:
+        hint = "" if target is not None or not set(named) - set(forest.feature_index) else \
+            "; a label column is left out with --target COLUMN"
+        raise InputError(f"{path}, line 1: the header does not name the forest's features: "
+                         f"{problem}{hint}")
+    columns = [header.index(f.name) for f in forest.features]
+    instances = []
+    for n, row in enumerate(rows, start=2):
+        where = f"{path}, line {n}"
+        values = {f.name: _cell(f.is_numeric, row[k], f.name, where)
+                  for f, k in zip(forest.features, columns)}
+        instances.append(parse_instance(forest, values, where))
+    return instances
+
+
+def _is_csv(path: str) -> bool:
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".csv" or suffix in JSON_SUFFIXES:
+        return suffix == ".csv"
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    except OSError:
+        return False  # the JSON Lines reader names the problem
+    return bool(start) and not start.startswith(b"{")
+
+
+def _cell(numeric: bool, text: str, name: str, where: str) -> str | float:
+    """A CSV cell as an instance value: a number for a numeric feature when it reads as one,
+    else the text (a state name)."""
+    text = text.strip()
+    if not text:
+        raise InputError(f"{where}, column {name!r}: missing value")
+    if numeric:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    return text
 
 
 def names_problem(names: Sequence[Any], forest: Forest) -> str | None:

@@ -6,7 +6,8 @@ Local workers are forked after the parent has chosen its engine and compiled it,
 share the compiled class formulas; a Dask cluster's workers each build an explainer of the
 engine the parent chose (so every line comes from the same engine), once per run, at their
 first row. Lines come back as each row finishes and are passed on in row order, so an
-interrupted run keeps a prefix of the rows, as a serial one does.
+interrupted run keeps a prefix of the rows, as a serial one does. Workers send each record in
+the format asked for (:meth:`rfcircuits.explanation.Explanation.render`).
 """
 
 from __future__ import annotations
@@ -19,46 +20,48 @@ from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
 
-#: What forked workers explain with: the parent's explainer, the rows and the fields.
-_LOCAL: tuple[Explainer, Sequence[Instance], Sequence[str]] | None = None
+#: What forked workers explain with: the parent's explainer, the rows, the fields and the
+#: format.
+_LOCAL: tuple[Explainer, Sequence[Instance], Sequence[str], str] | None = None
 #: A cluster worker's explainer for the run of a token: (token, explainer).
 _REMOTE: tuple[str, Explainer] | None = None
 
 
 def _explain_local(i: int) -> str:
     assert _LOCAL is not None
-    explainer, rows, what = _LOCAL
-    return explainer.explain_states(rows[i], what).to_line()
+    explainer, rows, what, fmt = _LOCAL
+    return explainer.explain_states(rows[i], what).render(fmt)
 
 
 def _explain_remote(token: str, forest: Forest, ties: str, options: dict[str, Any],
-                    what: Sequence[str], x: Instance) -> str:
+                    what: Sequence[str], fmt: str, x: Instance) -> str:
     global _REMOTE
     if _REMOTE is None or _REMOTE[0] != token:
         _REMOTE = (token, Explainer(forest, ties, **options))
-    return _REMOTE[1].explain_states(x, what).to_line()
+    return _REMOTE[1].explain_states(x, what).render(fmt)
 
 
 def explain_rows(explainer: Explainer, rows: Sequence[Instance], what: Sequence[str],
-                 start: int, jobs: int, dask: str | None,
-                 options: dict[str, Any]) -> Iterator[tuple[int, str]]:
-    """``(i, line)`` for rows ``start``, ``start + 1``, … in order, explained by ``jobs``
-    forked workers or the Dask cluster at ``dask``; ``options`` are the explainer's (its
-    engine as the parent chose it), for the cluster's workers to build theirs."""
+                 start: int, jobs: int, dask: str | None, options: dict[str, Any],
+                 fmt: str = "jsonl") -> Iterator[tuple[int, str]]:
+    """``(i, record)`` for rows ``start``, ``start + 1``, … in order, explained by ``jobs``
+    forked workers or the Dask cluster at ``dask``, each record in format ``fmt``; ``options``
+    are the explainer's (its engine as the parent chose it), for the cluster's workers to
+    build theirs."""
     global _LOCAL
     todo = range(start, len(rows))
     if dask is None and (jobs <= 1 or len(todo) <= 1 or not can_fork()):
         for i in todo:
-            yield i, explainer.explain_states(rows[i], what).to_line()
+            yield i, explainer.explain_states(rows[i], what).render(fmt)
         return
     if dask is None:
-        _LOCAL = (explainer, rows, what)
+        _LOCAL = (explainer, rows, what, fmt)
         fn: Any = _explain_local
         tasks = ((i, (i,)) for i in todo)
     else:
         fn = _explain_remote
         token = uuid.uuid4().hex
-        tasks = ((i, (token, explainer.forest, explainer.ties, options, what, rows[i]))
+        tasks = ((i, (token, explainer.forest, explainer.ties, options, what, fmt, rows[i]))
                  for i in todo)
     finished: dict[int, str] = {}
     shown = start

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -23,6 +24,7 @@ from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
                                  record_output, write_json)
 from rfcircuits.interrupts import exit_status, raised_by_signal, signals_as_interrupts
 from rfcircuits.errors import BudgetExceeded, InputError
+from rfcircuits.explanation import FORMATS, TEXT_LIMIT
 from rfcircuits.forest import TIES, Forest, load_forest, save_forest
 from rfcircuits.formats import circuit_stem
 from rfcircuits.progress import Progress
@@ -102,6 +104,9 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--target", help="label column of --data (default: the one column that is "
                                     "not a feature; by position, the last column when there "
                                     "is one column more than features; else no labels)")
+    p.add_argument("--class-names", metavar="A,B,...",
+                   help="names for the model's classes, in the order of its classes_ (default: "
+                        "classes_ as text, e.g. 0,1,2); --data's labels stay those of classes_")
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("compile", help="compile class formulas into circuits")
@@ -119,15 +124,20 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     add_no_progress(p)
     p.set_defaults(handler=cmd_compile)
 
-    p = sub.add_parser("explain", help="explain decisions (one JSON line per instance)")
+    p = sub.add_parser("explain", help="explain decisions (one JSON line per instance, or "
+                                       "the readable text)")
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
-    p.add_argument("--instances", required=True, help="JSON Lines, one instance per line")
+    add_instances(p)
     p.add_argument("--what", default="all", help="all, or a comma list of "
                    "sr,nr,gsr,gnr,ce,robust,flips (an instance can have tens of thousands of "
                    "GSRs on large forests: see the README)")
     add_ties(p)
     p.add_argument("--out", help="write the explanations to this file (default: stdout; - is "
                                  "stdout too)")
+    p.add_argument("--format", choices=FORMATS, default="jsonl",
+                   help="jsonl: one canonical JSON line per instance (docs/formats.md); text: "
+                        "the readable form, as print(explanation) shows it, at most "
+                        f"{TEXT_LIMIT} items per list")
     add_resume(p, "explanations")
     add_engine(p)
     add_limits(p)
@@ -178,6 +188,16 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     add_no_progress(p)
     p.set_defaults(handler=cmd_bench, bench_extra={k: h for k, (h, _) in extra.items()},
                    bench_without_data=frozenset(without_data))
+
+
+def add_instances(p: argparse.ArgumentParser, required: bool = True, also: str = "") -> None:
+    """``--instances FILE`` (JSON Lines or CSV: :func:`rfcircuits.inputs.read_instances`) and
+    ``--target COLUMN``, the CSV's label column to leave out."""
+    p.add_argument("--instances", required=required, metavar="FILE",
+                   help="instances: JSON Lines (one object per line) or CSV (a header row naming "
+                        "the features; a file ending in .csv)" + also)
+    p.add_argument("--target", metavar="COLUMN",
+                   help="a column of the CSV instances to leave out (the labels)")
 
 
 def add_ties(p: argparse.ArgumentParser) -> None:
@@ -340,22 +360,38 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     check_output(args.out)
     model = load_model(args.model)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model)  # checks the model first
+    given = list(forest.classes)
+    if args.class_names is not None:
+        forest = dataclasses.replace(forest, classes=class_names(args.class_names, len(given)))
+    names = list(forest.classes)
     scored = None
     if args.data:
-        names = getattr(model, "feature_names_in_", None)
-        rows = load_rows(args.data, None if names is None else [str(n) for n in names],
+        features = getattr(model, "feature_names_in_", None)
+        rows = load_rows(args.data, None if features is None else [str(n) for n in features],
                          len(forest.features), args.target)
+        renamed = dict(zip(given, names))
         labels = None if rows.labels is None else \
-            as_class_names(rows.labels, forest.classes, args.data)
+            [renamed.get(y, y) for y in as_class_names(rows.labels, given, args.data)]
         scored = score(model, forest, rows.X, labels, rows.where)
     estimators = getattr(model, "estimators_", [model])
     depth = max(int(e.tree_.max_depth) for e in estimators)
     save_forest(forest, args.out)
     report(f"{os.path.basename(args.model)} ({type(model).__name__}): {len(forest.trees)} "
            f"trees, depth {depth}", forest, scored, "rows")
+    if args.class_names is not None:
+        print("classes: " + ", ".join(f"{g} as {n!r}" for g, n in zip(given, names)))
     print(f"wrote {args.out}")
     return 0
+
+
+def class_names(text: str, n: int) -> list[str]:
+    """``--class-names``: ``n`` distinct, non-empty names, comma separated."""
+    names = [name.strip() for name in text.split(",")]
+    if len(names) != n or not all(names) or len(set(names)) != n:
+        raise InputError(f"--class-names: expected {n} distinct names separated by commas, one "
+                         f"per class of the model, not {text!r}")
+    return names
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -429,10 +465,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     (docs/formats.md#explanations)."""
     from rfcircuits.explain import Explainer
     from rfcircuits.explanation import HEADER_KEYS, WHAT_FIELDS, parse_what
-    from rfcircuits.forest import instance_to_json, load_instances
+    from rfcircuits.forest import instance_to_json
+    from rfcircuits.inputs import read_instances
 
+    if args.resume and args.format != "jsonl":
+        raise InputError("--resume reads back the JSON lines of an interrupted run: it needs "
+                         "--format jsonl")
     forest = load_forest(args.forest)
-    instances = load_instances(args.instances, forest)
+    instances = read_instances(args.instances, forest, args.target)
     what = parse_what(args.what)
     budget = max_nodes(args)
     keys = {*HEADER_KEYS, *(WHAT_FIELDS[k] for k in what)}
@@ -464,13 +504,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
             progress.note(f"engine {explainer.choice}")
         rows_on = getattr(args, "rows_on", None)  # --jobs/--dask: the campaign backends
         if rows_on is None:
-            lines = ((i, explainer.explain_states(x, what).to_line())
-                     for i, x in enumerate(instances) if i >= len(out.resumed))
+            records = ((i, explainer.explain_states(x, what).render(args.format))
+                       for i, x in enumerate(instances) if i >= len(out.resumed))
         else:
-            lines = rows_on(args, explainer, instances, what, len(out.resumed),
-                            {**options, "engine": explainer.engine.name})
-        for i, line in lines:
-            out.write(line + "\n")
+            records = rows_on(args, explainer, instances, what, len(out.resumed),
+                              {**options, "engine": explainer.engine.name}, args.format)
+        for i, record in records:
+            if args.format == "text":  # records apart, each under its row's number
+                record = ("\n" if i else "") + f"row {i + 1} of {len(instances)}\n{record}"
+            out.write(record + "\n")
             progress(i + 1, len(instances))
     return 0
 

@@ -18,13 +18,14 @@ from typing import Any
 
 from rfcircuits import __version__
 from rfcircuits.atomicio import PARTIAL
-from rfcircuits.cli.engine import (Parser, add_commands, add_engine, add_limits,
+from rfcircuits.cli.engine import (Parser, add_commands, add_engine, add_instances, add_limits,
                                    add_max_nodes, add_no_progress, add_resume, limits,
                                    max_nodes, positive_int, positive_seconds, run)
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, parse_what
 from rfcircuits.forest import (TIES, forest_from_json, instance_to_json, load_forest,
-                               load_instances, load_json_file, parse_instance)
+                               load_json_file, parse_instance)
+from rfcircuits.inputs import read_instances
 from rfcircuits.interrupts import exit_status
 from rfcircuits.progress import Progress
 
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("crosscheck", help="compare the native engine with independent oracles")
     p.add_argument("--forest", help="forest file (rfcircuits.forest/1); with --instances, "
                                     "unless --replay")
-    p.add_argument("--instances", help="instances (JSON Lines); with --forest, unless --replay")
+    add_instances(p, required=False, also="; with --forest, unless --replay")
     p.add_argument("--replay", help="a repro file written by crosscheck or fuzz, instead of "
                                     "--forest and --instances")
     p.add_argument("--oracles", default=",".join(ORACLE_NAMES),
@@ -153,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("verify", help="grade another tool's explanations item by item")
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
-    p.add_argument("--instances", required=True, help="instances (JSON Lines)")
+    add_instances(p)
     p.add_argument("--explanations", required=True,
                    help="the tool's explanations (JSON Lines, any subset of the fields "
                         "explain writes)")
@@ -246,13 +247,15 @@ ENGINE_NAMES = {"graphs": "decision graphs", "sat": "SAT on the NNF circuits"}
 
 
 def _rows_on(args: argparse.Namespace, explainer: Any, instances: Sequence[Any],
-             what: Sequence[str], start: int, options: dict[str, Any]
+             what: Sequence[str], start: int, options: dict[str, Any], fmt: str
              ) -> Iterator[tuple[int, str]]:
-    """``explain``'s lines from row ``start`` on, in order: on this process, ``--jobs``
-    workers or a ``--dask`` cluster (:mod:`rfcircuits.crosscheck.explain_rows`)."""
+    """``explain``'s records (in ``--format`` ``fmt``) from row ``start`` on, in order: on
+    this process, ``--jobs`` workers or a ``--dask`` cluster
+    (:mod:`rfcircuits.crosscheck.explain_rows`)."""
     from rfcircuits.crosscheck.explain_rows import explain_rows
 
-    return explain_rows(explainer, instances, what, start, args.jobs, backend(args), options)
+    return explain_rows(explainer, instances, what, start, args.jobs, backend(args), options,
+                        fmt)
 
 
 def _bench_oracles(args: argparse.Namespace) -> int:
@@ -307,7 +310,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
         if not args.forest or not args.instances:
             raise InputError("give --forest and --instances, or --replay")
         forest = load_forest(args.forest)
-        instances = load_instances(args.instances, forest)
+        instances = read_instances(args.instances, forest, args.target)
         ties_list = list(TIES) if args.ties == "both" else [args.ties]
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
@@ -437,7 +440,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from rfcircuits.crosscheck.verify import GNR_LIMIT, parse_fields, read_lines, verify
 
     forest = load_forest(args.forest)
-    instances = load_instances(args.instances, forest)
+    instances = read_instances(args.instances, forest, args.target)
     rows = read_lines(args.explanations)
     limit = GNR_LIMIT if args.gnr_limit is None else args.gnr_limit
     if limit < 0:
