@@ -25,6 +25,16 @@ scikit-learn's ``predict`` does; the two rarely differ, and the explanations are
 :data:`BACKEND` names the decision-graph store in use: ``"c"`` (the compiled extension) or
 ``"python"``.
 
+Checking, as the commands ``verify`` and ``crosscheck`` do, returns report objects
+(docs/api.md#checking)::
+
+    report = rfcircuits.verify(forest, X_test, their_explanations)   # dicts or a file
+    report = rfcircuits.crosscheck(forest, X_test)                    # engine vs oracles
+    report.ok, report.to_json(), print(report)
+
+They load the independent oracles (:mod:`rfcircuits.crosscheck`) only when called; the
+library itself never imports them.
+
 Names are imported on first use, so ``import rfcircuits`` stays cheap; scikit-learn and
 pandas are never imported by it.
 """
@@ -49,7 +59,7 @@ if TYPE_CHECKING:
 __version__ = "0.2.0"
 
 __all__ = ["BACKEND", "BudgetExceeded", "Explainer", "Explanation", "Forest", "InputError",
-           "__version__", "from_sklearn", "load_forest"]
+           "__version__", "crosscheck", "from_sklearn", "load_forest", "verify"]
 
 #: The module defining each name imported on first use (:func:`__getattr__`).
 _LAZY = {
@@ -60,11 +70,15 @@ _LAZY = {
     "Forest": "rfcircuits.forest",
     "InputError": "rfcircuits.errors",
     "load_forest": "rfcircuits.forest",
+    # Checking (rfcircuits.crosscheck.api): the oracles load only when these are used.
+    "verify": "rfcircuits.crosscheck.api",
 }
 
 
 def __getattr__(name: str) -> Any:
     """The names of :data:`_LAZY`, imported on first use (PEP 562) and then kept."""
+    if name == "crosscheck":  # the package of the oracles, callable as their harness
+        return importlib.import_module("rfcircuits.crosscheck")
     if name not in _LAZY:
         raise AttributeError(f"module 'rfcircuits' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)

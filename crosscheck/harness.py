@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import operator
 import random
 import traceback
@@ -41,7 +42,7 @@ from rfcircuits.explain import (AUTO_SECONDS, ENGINES, ROBUST_METHODS, SR_METHOD
                                 auto_cap)
 from rfcircuits.satengine import SatEngine
 from rfcircuits.projections import MAX_FEATURES
-from rfcircuits.explanation import ALL_WHAT, WHAT_FIELDS, Explanation, dumps
+from rfcircuits.explanation import ALL_WHAT, ENGINE_TEXT, WHAT_FIELDS, Explanation, dumps
 from rfcircuits.forest import Forest, Instance, instance_to_json
 from rfcircuits.nnf import NNF
 from rfcircuits.progress import Progress
@@ -111,10 +112,41 @@ class Report:
     interrupted: bool = False
     #: The native engine that answered ("graphs" or "sat"; "auto" when nothing was run).
     engine: str = "graphs"
+    #: The tie policy checked.
+    ties: str = "first"
 
     @property
     def ok(self) -> bool:
         return not self.disagreements
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as one JSON object: the counts, every outcome as ``[check, engine,
+        status, detail]`` (as ``crosscheck --out`` keeps them) and every disagreement."""
+        return {"ties": self.ties, "engine": self.engine, "ok": self.ok,
+                "checks": self.checks(), "explained": self.explained,
+                "interrupted": self.interrupted,
+                "outcomes": [[o.check, o.engine, o.status, o.detail] for o in self.outcomes],
+                "disagreements": [d.to_json() for d in self.disagreements]}
+
+    def text(self, shown: int = 5) -> str:
+        """What ``rfcircuits crosscheck`` prints for one tie policy: the counts, the check ×
+        engine table, then the first ``shown`` disagreements."""
+        engine = ENGINE_TEXT.get(self.engine, self.engine)
+        lines = [f"ties {self.ties}: {self.checks()} checks, {len(self.disagreements)} "
+                 f"disagreements (native engine: {engine})", self.table()]
+        for d in self.disagreements[:shown]:
+            lines.append(f"  DISAGREE {d.check} ({' vs '.join(d.engines)})"
+                         f"{' at ' + json.dumps(d.instance) if d.instance else ''}: "
+                         f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        """Short: the counts."""
+        return (f"<crosscheck Report: ties {self.ties}, {self.checks()} checks, "
+                f"{len(self.disagreements)} disagreements, engine {self.engine}>")
 
     def record(self, check: str, engine: str, agree: bool, detail: str = "") -> None:
         self.outcomes.append(Outcome(check, engine, "agree" if agree else "disagree", detail))
@@ -214,7 +246,7 @@ class Crosscheck:
         self.oracles = list(oracles)
         self.seed = seed
         self.rng = random.Random(seed)
-        self.report = Report()
+        self.report = Report(ties=ties)
         self.max_nodes = max_nodes
         #: Why the native engine stopped (its node budget), once it has.
         self.native_stopped: str | None = None

@@ -579,6 +579,13 @@ class VerifyReport:
                        "fields": [field_json(f) for f in r.fields]} for r in self.lines],
         }
 
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        """Short: the result and the counts."""
+        return f"<VerifyReport: {self.result()}; lines graded: {len(self.lines)}>"
+
     def text(self) -> str:
         """The readable report: per line, per field, per item, then the summary."""
         forest = self.forest

@@ -242,8 +242,6 @@ def _mutate(args: argparse.Namespace) -> int:
 
 
 ORACLE_NAMES = ("brute", "bdd", "sat")
-#: How the crosscheck report names the native engines.
-ENGINE_NAMES = {"graphs": "decision graphs", "sat": "SAT on the NNF circuits"}
 
 
 def _rows_on(args: argparse.Namespace, explainer: Any, instances: Sequence[Any],
@@ -321,7 +319,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     check_output(args.repro)  # now, not after the whole run
     units = [(t, u) for t in ties_list
              for u in (([] if args.no_formulas else ["formulas"]) + list(range(len(instances))))]
-    prior = {t: Report() for t in ties_list}
+    prior = {t: Report(ties=t) for t in ties_list}
 
     def accept(lines: list[str]) -> None:  # the units of this very run, in order
         for n, line in enumerate(lines, start=1):
@@ -374,21 +372,13 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                 report.disagreements.extend(new.disagreements)
                 report.explained, report.interrupted = new.explained, new.interrupted
                 report.engine = new.engine
-            checks = report.checks()
-            print(f"ties {ties}: {checks} checks, {len(report.disagreements)} disagreements "
-                  f"(native engine: {ENGINE_NAMES.get(report.engine, report.engine)})")
-            print(report.table())
-            if not checks and not report.interrupted:
+            print(report.text())
+            if not report.checks() and not report.interrupted:
                 # exit 0 (no disagreement), but a run that verified nothing must not read as a
                 # pass
                 print(f"crosscheck: warning: nothing was compared under ties {ties}: every "
                       "check was skipped (the table gives the reasons)", file=sys.stderr)
-            if not report.ok:
-                failed.extend((ties, d) for d in report.disagreements)
-                for d in report.disagreements[:5]:
-                    print(f"  DISAGREE {d.check} ({' vs '.join(d.engines)})"
-                          f"{' at ' + json.dumps(d.instance) if d.instance else ''}: "
-                          f"{json.dumps(d.counterexample, ensure_ascii=False)[:300]}")
+            failed.extend((ties, d) for d in report.disagreements)
             if report.interrupted:
                 print(f"interrupted (ties {ties}) after {report.explained} of "
                       f"{len(instances)} instances: the table holds the checks made so far")
