@@ -1,7 +1,8 @@
 """Compile once, explain many (core/circuits.py): circuits saved and read back answer as the
 explainer that compiled them, and as the brute force, on either store; ``explain --circuits``
 writes the bytes a compile does and compiles nothing; circuits of another forest, tie policy,
-engine or format, and damaged files, are refused with the file and what is at fault named."""
+engine or format, and damaged files, are refused with the file and what is at fault named;
+a Dask cluster's workers load the client's circuits instead of compiling."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import contextlib
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -301,6 +303,77 @@ def test_the_command_line_refuses_without_a_traceback(saved, tmp_path, capsys):
     assert main(["explain", "--forest", str(forest), "--instances", str(rows),
                  "--circuits", str(tmp_path), "-q"]) == 2
     assert f"{tmp_path}: no {MANIFEST} in this directory" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# Dask: the client compiles, the workers load
+
+needs_dask = pytest.mark.skipif(
+    subprocess.run([sys.executable, "-c", "import distributed"],
+                   capture_output=True).returncode != 0,
+    reason="Dask distributed is not installed (pip install 'rfcircuits[dask]')")
+
+#: Planted in the cluster's worker processes (fresh interpreters, which a monkeypatch here
+#: would not reach): compiling a class formula, a projection or a negated class fails there.
+NO_COMPILING = """
+from rfcircuits import graphengine, projections
+
+def _refuse(*args, **kwargs):
+    raise AssertionError("a worker compiled")
+
+_negated_class = graphengine.GraphEngine.negated_class
+
+def _only_loaded(self, t):
+    if t not in self._negated:
+        _refuse()
+    return _negated_class(self, t)
+
+graphengine.compile_dg = _refuse
+projections.Projections.__init__ = _refuse
+graphengine.GraphEngine.negated_class = _only_loaded
+"""
+
+
+@needs_dask
+def test_dask_workers_load_the_clients_circuits_instead_of_compiling(tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    from rfcircuits.crosscheck.dask_backend import WORKER_CONFIG
+    from rfcircuits.crosscheck.harness import crosscheck
+
+    (tmp_path / "sitecustomize.py").write_text(NO_COMPILING, encoding="utf-8")
+    f = random_forest(random.Random(6), LIMITS)
+    instances = all_worlds(f)[:8]
+    serial = crosscheck(f, instances, oracles=("brute",), engine="graphs", formulas=False)
+    environ = dict(os.environ)  # Dask's nanny sets its workers' variables in this process
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(tmp_path)] + [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    try:
+        with dask.config.set(WORKER_CONFIG), distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True,
+                dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            # the trap is set: a worker that compiles fails
+            with pytest.raises(AssertionError, match="a worker compiled"):
+                client.submit(lambda: Explainer(f, engine="graphs").compile()).result()
+            remote = crosscheck(f, instances, oracles=("brute",), engine="graphs",
+                                formulas=False, dask=cluster.scheduler_address)
+
+            def loaded_runs() -> int:  # (pickled by value: the workers cannot import tests)
+                from rfcircuits.crosscheck import harness
+
+                run = harness._REMOTE
+                return int(run is not None and run[2].choice.startswith(
+                    "graphs: decision graphs, loaded from"))
+
+            loaded = sum(client.run(loaded_runs).values())
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    assert remote.ok and remote.disagreements == [] and serial.checks() > 0
+    assert [(o.check, o.engine, o.status) for o in remote.outcomes] == \
+        [(o.check, o.engine, o.status) for o in serial.outcomes]
+    assert loaded >= 1  # the workers that explained hold runs of loaded circuits
 
 
 def test_the_format_guides_example_loads_and_answers_as_a_compile():
