@@ -69,11 +69,12 @@ def forest_digest(forest: Forest) -> str:
 
 @dataclass
 class Saved:
-    """A circuits file read back: its forest and tie policy, the engine that answers and,
-    for the decision graphs, their class formulas (``compiled``), negated class graphs by
-    class and projections' rows by the roots they project (None: too large to project), in
-    a manager of their own."""
+    """A circuits file read back: where from (its path, or :data:`BYTES`), its forest and tie
+    policy, the engine that answers and, for the decision graphs, their class formulas
+    (``compiled``), negated class graphs by class and projections' rows by the roots they
+    project (None: too large to project), in a manager of their own."""
 
+    source: str
     forest: Forest
     ties: str
     engine: str
@@ -134,10 +135,11 @@ def source_path(path: str | os.PathLike[str]) -> str:
 
 
 def read(source: str | os.PathLike[str] | bytes, forest: Forest | None = None,
-         ties: str | None = None) -> Saved:
+         ties: str | None = None, engine: str = "auto") -> Saved:
     """The circuits file at ``source`` (a file, a directory written by ``compile --out``, or
-    the bytes of one), checked against ``forest`` and ``ties`` when given. Errors name the
-    file and the field or node at fault, and say what to do."""
+    the bytes of one), checked against ``forest``, ``ties`` and ``engine`` when given
+    (``"auto"``: any). Errors name the file and the field or node at fault, and say what to
+    do."""
     if isinstance(source, bytes):
         where = BYTES
         try:
@@ -156,16 +158,16 @@ def read(source: str | os.PathLike[str] | bytes, forest: Forest | None = None,
         raise r.fail("circuits", f"format {fmt} is of a later rfcircuits than this one, which "
                                  f"reads {CIRCUITS_FORMAT}: upgrade rfcircuits, or compile "
                                  "the circuits again with this one")
-    engine = r.get(doc, "engine", str, "circuits")
-    if engine not in FORMS:
+    saved_engine = r.get(doc, "engine", str, "circuits")
+    if saved_engine not in FORMS:
         raise r.fail("circuits", f"field 'engine' must be one of {', '.join(map(repr, FORMS))}, "
-                                 f"not {engine!r}")
+                                 f"not {saved_engine!r}")
     graph_fields = ("order", "classes", "negated", "projections", "nodes", "code")
     r.only(doc, ("format", "engine", "form", "ties", "forest_digest", "forest",
-                 *(graph_fields if engine == "graphs" else ())), "circuits")
-    if r.get(doc, "form", str, "circuits") != FORMS[engine]:
-        raise r.fail("circuits", f"field 'form' must be {FORMS[engine]!r} for engine "
-                                 f"{engine!r}")
+                 *(graph_fields if saved_engine == "graphs" else ())), "circuits")
+    if r.get(doc, "form", str, "circuits") != FORMS[saved_engine]:
+        raise r.fail("circuits", f"field 'form' must be {FORMS[saved_engine]!r} for engine "
+                                 f"{saved_engine!r}")
     saved_ties = r.get(doc, "ties", str, "circuits")
     if saved_ties not in TIES:
         raise r.fail("circuits", f"field 'ties' must be one of {', '.join(map(repr, TIES))}")
@@ -184,8 +186,14 @@ def read(source: str | os.PathLike[str] | bytes, forest: Forest | None = None,
                          f"explain under ties {saved_ties!r} (--ties {saved_ties}), or compile "
                          f"them under {ties!r} (rfcircuits compile --ties {ties} --form dg-conj "
                          f"--out DIR, or Explainer(forest, ties={ties!r}).save(PATH))")
-    saved = Saved(embedded if forest is None else forest, saved_ties, engine)
-    if engine == "graphs":
+    if engine not in ("auto", saved_engine):
+        raise InputError(f"{where}: circuits of engine {saved_engine!r}, not {engine!r}: "
+                         f"explain with engine {saved_engine!r} or 'auto' (--engine), or "
+                         f"compile them for engine {engine!r} (rfcircuits compile --form "
+                         f"{FORMS[engine]} --out DIR, or Explainer(forest, "
+                         f"engine={engine!r}).save(PATH))")
+    saved = Saved(where, embedded if forest is None else forest, saved_ties, saved_engine)
+    if saved_engine == "graphs":
         _read_graphs(r, doc, saved)
     return saved
 

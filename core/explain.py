@@ -323,7 +323,7 @@ class Explainer:
         with atomic_open(path, "wb") as handle:
             handle.write(data)
 
-    def _restore(self, saved: circuits.Saved, source: str) -> None:
+    def _restore(self, saved: circuits.Saved) -> None:
         """Answer with the engine a circuits file saved, its class formulas read from it
         (:func:`load_explainer`)."""
         if saved.compiled is not None:
@@ -331,12 +331,13 @@ class Explainer:
                 and saved.projections is not None
             self._graphs.restore(saved.compiled, saved.negated, saved.projections)
             self._engine = self._graphs
-            self.choice = f"graphs: decision graphs, loaded from {source}"
+            self.choice = f"graphs: decision graphs, loaded from {saved.source}"
             return
         self._stage("compiling NNF circuits")
         self._sat.compile()
         self._engine = self._sat
-        self.choice = f"sat: SAT on the NNF circuits, the engine of {source} (compiled on loading)"
+        self.choice = (f"sat: SAT on the NNF circuits, the engine of {saved.source} (compiled "
+                       "on loading)")
 
     def explain(self, x: Row, what: What = "all") -> Explanation:
         """The explanation of the forest's decision on one instance.
@@ -432,19 +433,12 @@ def load_explainer(source: str | os.PathLike[str] | bytes, forest: Forest | None
     check_choice("engine", engine, ENGINES)
     if ties is not None:
         check_ties(ties)
-    where = circuits.BYTES if isinstance(source, bytes) else circuits.source_path(source)
-    saved = circuits.read(source, forest, ties)
-    if engine not in ("auto", saved.engine):
-        raise InputError(f"{where}: circuits of engine {saved.engine!r}, not {engine!r}: "
-                         f"explain with engine {saved.engine!r} or 'auto' (--engine), or "
-                         f"compile them for engine {engine!r} (rfcircuits compile --form "
-                         f"{circuits.FORMS[engine]} --out DIR, or Explainer(forest, "
-                         f"engine={engine!r}).save(PATH))")
+    saved = circuits.read(source, forest, ties, engine)
     explainer = Explainer(saved.forest, saved.ties, engine=saved.engine,  # type: ignore[arg-type]
                           max_nodes=max_nodes, limit_seconds=limit_seconds,
                           limit_items=limit_items, sr_method=sr_method,
                           robust_method=robust_method, nr_method=nr_method, progress=progress)
-    explainer._restore(saved, where)
+    explainer._restore(saved)
     return explainer
 
 
