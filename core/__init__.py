@@ -22,6 +22,9 @@ picks the fields: ``"sr"``, ``"nr"``, ``"gsr"``, ``"gnr"``, ``"ce"``, ``"robust"
 The forest votes by hard majority (one vote per tree), not by averaging probabilities as
 scikit-learn's ``predict`` does; the two rarely differ, and the explanations are of the vote.
 :func:`load_forest` reads a forest file written by the command line (``rfcircuits train``).
+``explainer.save(path)`` keeps the compiled class formulas in a file, and
+:func:`load_explainer` reads them back instead of compiling again (``rfcircuits compile --out
+DIR`` writes one too).
 :data:`BACKEND` names the decision-graph store in use: ``"c"`` (the compiled extension) or
 ``"python"``.
 
@@ -52,14 +55,15 @@ if TYPE_CHECKING:
 
     from rfcircuits.dgraph import BACKEND
     from rfcircuits.errors import BudgetExceeded, InputError
-    from rfcircuits.explain import Explainer
+    from rfcircuits.explain import Explainer, load_explainer
     from rfcircuits.explanation import Explanation
     from rfcircuits.forest import Forest, load_forest
 
 __version__ = "0.2.0"
 
 __all__ = ["BACKEND", "BudgetExceeded", "Explainer", "Explanation", "Forest", "InputError",
-           "__version__", "crosscheck", "from_sklearn", "load_forest", "verify"]
+           "__version__", "crosscheck", "from_sklearn", "load_explainer", "load_forest",
+           "verify"]
 
 #: The module defining each name imported on first use (:func:`__getattr__`).
 _LAZY = {
@@ -69,6 +73,7 @@ _LAZY = {
     "Explanation": "rfcircuits.explanation",
     "Forest": "rfcircuits.forest",
     "InputError": "rfcircuits.errors",
+    "load_explainer": "rfcircuits.explain",
     "load_forest": "rfcircuits.forest",
     # Checking (rfcircuits.crosscheck.api): the oracles load only when these are used.
     "verify": "rfcircuits.crosscheck.api",

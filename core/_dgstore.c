@@ -15,6 +15,7 @@
  *   search.c      minimal deviation sets (NRs, CEs) on search layouts of the graphs;
  *   falsified.c   where the general reason can be falsified, on some features (GSRs);
  *   hitting.c     minimal hitting sets (MMCS, the SR dualisation);
+ *   serial.c      the nodes below some roots as int32 words and back (saved circuits);
  *   module.c      the Store type's remaining methods and the module.
  *
  * Layout (25-84 bytes a node on the paper's forests, by their segments per node; `bench
@@ -57,4 +58,5 @@
 #include "c-store/search.c"
 #include "c-store/falsified.c"
 #include "c-store/hitting.c"
+#include "c-store/serial.c"
 #include "c-store/module.c"

@@ -101,6 +101,20 @@ class Store(Protocol):
     def reachable(self, roots: Sequence[int], /) -> list[int]:
         """All node ids below the roots (roots included), ascending (= topological). O(n)."""
 
+    def dump(self, roots: Sequence[int], /) -> tuple[bytes, list[int]]:
+        """``(words, numbers)``: the decision nodes below ``roots`` as native-endian int32
+        words in ascending id order (children first), per node its feature, its number of
+        segments and each segment's ``(end, child)``; nodes are numbered by position (the
+        leaves 0 and 1, the ``i``-th node written ``2 + i``, ``GAP`` -1), children and the
+        roots' ``numbers`` too. O(n)."""
+
+    def load(self, code: bytes, roots: Sequence[int], /) -> list[int]:
+        """Make the nodes of a :meth:`dump`'s ``code`` in turn (hash-consed: into an empty
+        store they get the numbers as ids) and return the ids of ``roots`` given by number.
+        Words that are not such nodes over the store's features, each child before its
+        parent, raise ValueError naming the node's number. O(words) expected; the budget
+        and deadline apply as in :meth:`make`."""
+
     def collect(self, roots: Sequence[int], /) -> list[int]:
         """Garbage collection: keep the leaves and the nodes below ``roots``, renumbered in
         ascending order, drop the computed tables, and return the roots' new ids. O(N)."""

@@ -192,6 +192,18 @@ class DG:
         self.vars = _Vars(self.store)
         return new
 
+    def dump(self, roots: Sequence[int]) -> tuple[bytes, list[int]]:
+        """The nodes below ``roots`` as int32 words, children first, numbered by position,
+        and the roots' numbers (:meth:`rfcircuits._store_abc.Store.dump`): what
+        :meth:`load` makes again, here or in another manager over the same features and
+        order (:mod:`rfcircuits.circuits` saves them)."""
+        return self.store.dump(list(roots))
+
+    def load(self, code: bytes, roots: Sequence[int]) -> list[int]:
+        """Make the nodes of a :meth:`dump` and return the ids of its ``roots`` (ValueError
+        naming the node when ``code`` does not hold such nodes)."""
+        return self.store.load(code, list(roots))
+
     # -- traversal ------------------------------------------------------------------------------
 
     def reachable(self, roots: Iterable[int]) -> list[int]:

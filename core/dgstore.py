@@ -415,6 +415,63 @@ class PyStore:
                 stack.extend(c for _, c in self._segments[n] if c != GAP)
         return sorted(seen)
 
+    def dump(self, roots: Sequence[int], /) -> tuple[bytes, list[int]]:
+        """The decision nodes below ``roots`` as native int32 words, in ascending id order
+        (children first): per node its feature, its number of segments and each segment's
+        ``(end, child)``. Nodes are numbered by position, the leaves 0 and 1 and the ``i``-th
+        node written ``2 + i`` (``GAP`` stays -1); returns the words and the roots' numbers."""
+        if any(not 0 <= r < len(self.feature) for r in roots):
+            raise IndexError("no decision-graph node among the roots")
+        number = {FALSE: FALSE, TRUE: TRUE, GAP: GAP}
+        words = array("i")
+        for n in self.reachable(roots):
+            if n <= TRUE:
+                continue
+            number[n] = len(number) - 1
+            segments = self._segments[n]
+            words.extend((self.feature[n], len(segments)))
+            for end, child in segments:
+                words.extend((end, number[child]))
+        return words.tobytes(), [number[r] for r in roots]
+
+    def load(self, code: bytes, roots: Sequence[int], /) -> list[int]:
+        """Make the nodes of a :meth:`dump` (hash-consed with those held, so they get this
+        store's ids) and return the ids of ``roots``, numbered as in the dump. Words that are
+        not such nodes over these features, each child written before its parent, raise
+        ValueError naming the node by its number; the budget and deadline apply as in
+        :meth:`make`."""
+        if len(code) % 4:
+            raise ValueError(f"{len(code)} bytes are not whole 4-byte words")
+        words = array("i")
+        words.frombytes(code)
+        ids = [FALSE, TRUE]
+        at = 0
+        while at < len(words):
+            node = len(ids)
+            f = words[at]
+            k = words[at + 1] if at + 1 < len(words) else 0
+            if not 0 <= f < len(self.n_states):
+                raise ValueError(f"node {node}: no feature {f}")
+            if not 1 <= k <= self.n_states[f] or at + 2 + 2 * k > len(words):
+                raise ValueError(f"node {node}: {k} segments, of a feature of "
+                                 f"{self.n_states[f]} states, in {len(words) - at - 2} words")
+            segments: list[tuple[int, int]] = []
+            previous = 0
+            for end, child in zip(words[at + 2:at + 2 + 2 * k:2], words[at + 3:at + 2 + 2 * k:2]):
+                if not previous < end <= self.n_states[f] or not GAP <= child < node:
+                    raise ValueError(f"node {node}: segment ({end}, {child}) is not after "
+                                     f"state {previous} or its child not a node before it")
+                _push(segments, end, GAP if child == GAP else ids[child])
+                previous = end
+            if previous != self.n_states[f] or all(c == GAP for _, c in segments):
+                raise ValueError(f"node {node}: segments end at state {previous} of "
+                                 f"{self.n_states[f]}, or lead to no child")
+            ids.append(self.make(f, tuple(segments)))
+            at += 2 + 2 * k
+        if any(not 0 <= r < len(ids) for r in roots):
+            raise ValueError(f"roots: not all among the {len(ids)} nodes loaded")
+        return [ids[r] for r in roots]
+
     def collect(self, roots: Sequence[int], /) -> list[int]:
         """Keep only the leaves and the nodes below ``roots``, renumbered in ascending order of
         their ids (children still come first); drop the computed tables. Returns the new ids

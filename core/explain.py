@@ -26,11 +26,15 @@ The choice and why are in :attr:`Explainer.choice`.
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Callable, Sequence, Sized
 from typing import Literal, get_args
 
+from rfcircuits import circuits
 from rfcircuits._engine_abc import Engine, Timings
+from rfcircuits.atomicio import atomic_open
 from rfcircuits.budget import default_max_nodes
 from rfcircuits.dgcompile import DGCompilation
 from rfcircuits.errors import BudgetExceeded, InputError, check_choice
@@ -42,7 +46,7 @@ from rfcircuits.inputs import Row, Table, instance_of, instances_of
 from rfcircuits.satengine import LIMIT_ITEMS, LIMIT_SECONDS, NOT_COMPUTED, SatEngine
 
 __all__ = ["AUTO_FLOOR", "AUTO_NODES", "AUTO_SECONDS", "ENGINES", "Explainer", "NR_METHODS",
-           "ROBUST_METHODS", "SR_METHODS", "Timings", "auto_cap"]
+           "ROBUST_METHODS", "SR_METHODS", "Timings", "auto_cap", "load_explainer"]
 
 EngineName = Literal["auto", "graphs", "sat"]
 ENGINES: tuple[str, ...] = get_args(EngineName)
@@ -294,6 +298,47 @@ class Explainer:
                 raise self._budget_error(exc) from None
             self._to_sat(_why(exc, None, self.max_nodes))
 
+    def dumps(self) -> bytes:
+        """What this explainer has compiled so far, as the bytes of a circuits file (UTF-8
+        JSON, ``rfcircuits.circuits/1``: :meth:`save`) that :func:`load_explainer` reads
+        back: the engine chosen and its class formulas (compiled first if need be) and, for
+        the decision graphs, the negated classes and projections made so far."""
+        self.compile()
+        doc = circuits.document(self.engine)
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8") + b"\n"
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Save the compiled class formulas to a circuits file (docs/formats.md#saved-circuits)
+        for :func:`load_explainer` to read back instead of compiling. Compiles first what is
+        not compiled yet: the engine chosen, its class formulas and, for the decision graphs,
+        the negated classes that contrastive explanations search, so that the file holds
+        all they compile: the graphs (with their projections) and the feature order they
+        were compiled under. The SAT engine's file holds only that choice: its circuits
+        compile in well under a second. The file embeds the forest, its digest and the tie
+        policy, so that it is never read as another's; it is replaced atomically."""
+        self.compile()
+        if self.engine is self._graphs:
+            self.compile(negated=True)  # (past the node budget, auto turns to SAT here)
+        data = self.dumps()
+        with atomic_open(path, "wb") as handle:
+            handle.write(data)
+
+    def _restore(self, saved: circuits.Saved) -> None:
+        """Answer with the engine a circuits file saved, its class formulas read from it
+        (:func:`load_explainer`)."""
+        if saved.compiled is not None:
+            assert self._graphs is not None and saved.negated is not None \
+                and saved.projections is not None
+            self._graphs.restore(saved.compiled, saved.negated, saved.projections)
+            self._engine = self._graphs
+            self.choice = f"graphs: decision graphs, loaded from {saved.source}"
+            return
+        self._stage("compiling NNF circuits")
+        self._sat.compile()
+        self._engine = self._sat
+        self.choice = (f"sat: SAT on the NNF circuits, the engine of {saved.source} (compiled "
+                       "on loading)")
+
     def explain(self, x: Row, what: What = "all") -> Explanation:
         """The explanation of the forest's decision on one instance.
 
@@ -355,6 +400,46 @@ class Explainer:
                 raise self._budget_error(exc) from None
             return self._to_sat(_why(exc, None, self.max_nodes)).explain_states(x, what,
                                                                                 timings)
+
+
+def load_explainer(source: str | os.PathLike[str] | bytes, forest: Forest | None = None, *,
+                   ties: Ties | None = None, engine: EngineName = "auto",
+                   max_nodes: int | None | Literal["machine"] = "machine",
+                   limit_seconds: float | None = LIMIT_SECONDS,
+                   limit_items: int | None = LIMIT_ITEMS, sr_method: SrMethod = "dual",
+                   robust_method: RobustMethod = "search", nr_method: NrMethod = "auto",
+                   progress: Callable[[int, int, Sized], None] | None = None) -> Explainer:
+    """An :class:`Explainer` of the class formulas :meth:`Explainer.save` saved, read back
+    instead of compiled: it answers with the engine saved, byte for byte as the explainer
+    that saved them.
+
+    Parameters
+    ----------
+    source : path or bytes
+        A circuits file (:meth:`Explainer.save`), a directory written by ``rfcircuits compile
+        --out DIR`` (its ``circuits.json``), or the bytes of :meth:`Explainer.dumps`.
+    forest : Forest, optional
+        The forest to explain, checked against the one the file embeds (absent: that one).
+    ties, engine : optional
+        Checked against the file's tie policy and engine (``engine="auto"`` takes the
+        file's).
+    max_nodes, limit_seconds, limit_items, sr_method, robust_method, nr_method, progress
+        As for :class:`Explainer`; ``max_nodes`` bounds the graphs made after loading.
+
+    Circuits of another forest (by the digest of its canonical JSON) or tie policy, a file of
+    a later format, and a damaged file raise :class:`rfcircuits.InputError` naming the file,
+    what differs (both digests or policies) and what to do.
+    """
+    check_choice("engine", engine, ENGINES)
+    if ties is not None:
+        check_ties(ties)
+    saved = circuits.read(source, forest, ties, engine)
+    explainer = Explainer(saved.forest, saved.ties, engine=saved.engine,  # type: ignore[arg-type]
+                          max_nodes=max_nodes, limit_seconds=limit_seconds,
+                          limit_items=limit_items, sr_method=sr_method,
+                          robust_method=robust_method, nr_method=nr_method, progress=progress)
+    explainer._restore(saved)
+    return explainer
 
 
 def auto_cap(max_nodes: int | None) -> int:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 #: The base of the schemas' ``$id``; a schema refers to another by its file name.
 SCHEMA_BASE = "https://rfcircuits.invalid/schemas/"
 #: The packaged schemas, by name (file ``schemas/<name>.schema.json``).
-SCHEMAS = ("common", "forest", "instance", "terms", "nnf", "dg", "explanation", "repro",
+SCHEMAS = ("common", "forest", "instance", "terms", "nnf", "dg", "circuits", "explanation", "repro",
            "corpus-manifest", "compile-summary", "verify-input", "verify-report",
            "fuzz-summary", "mutate-summary", "bench", "crosscheck-units")
 

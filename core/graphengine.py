@@ -156,6 +156,28 @@ class GraphEngine:
                 self._projections[key] = None
         return self._projections[key]
 
+    def prepared(self) -> tuple[dict[int, int], dict[tuple[int, ...], Projections | None]]:
+        """The negated class graphs (by class) and the projections (by the roots they
+        project; None where they were too large) made so far: with :attr:`compiled`, all
+        that this engine compiles (what :mod:`rfcircuits.circuits` saves)."""
+        return dict(self._negated), dict(self._projections)
+
+    def restore(self, compiled: DGCompilation, negated: dict[int, int],
+                projections: dict[tuple[int, ...], Sequence[int] | None]) -> None:
+        """Answer from what another engine of this forest and tie policy had made, read back
+        by :mod:`rfcircuits.circuits`: the class formulas ``compiled``, the negated class
+        graphs and the projections' rows (None: too large to project), all graphs of
+        ``compiled``'s manager, which serves on under this engine's node budget. Nothing of
+        it is compiled again; the search is readied where there is no projection."""
+        self._given = compiled.lift_caps(self.max_nodes)
+        self._compiled = None
+        self._negated = dict(negated)
+        self._projections = {key: None if row is None else Projections.restored(compiled.dg, row)
+                             for key, row in projections.items()}
+        self.compile()  # readies the class formulas' search where they have no projections
+        for root in self._negated.values():
+            self._prepare([root])
+
     def projected(self) -> tuple[int, int]:
         """How many of the graphs (class conjunctions, negated classes) prepared so far have
         projections, out of how many."""

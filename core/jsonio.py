@@ -128,12 +128,17 @@ def _read_text(path: str) -> tuple[str, bytes]:
 
 def _suspect(data: bytes) -> bool:
     """Whether a file may break the number or nesting rules (False: it surely does not)."""
-    numbers = data.translate(_DIGITS_AS_ZERO)
-    if any(run in numbers for run in _SUSPECT_RUNS) or _SURROGATE_ESCAPE.search(data):
+    if _SURROGATE_ESCAPE.search(data):
         return True
-    # Brackets outside strings, as parentheses; each pass drops the innermost pairs, so the
-    # result is empty exactly when they are balanced and at most MAX_DEPTH deep.
-    nesting = _STRING_BYTES.sub(b"", data).translate(_PARENS, _NOT_BRACKETS)
+    # Numbers and brackets outside strings only (a long string, as the nodes of saved
+    # circuits in base64, holds digit runs that are no numbers).
+    outside = _STRING_BYTES.sub(b"", data)
+    numbers = outside.translate(_DIGITS_AS_ZERO)
+    if any(run in numbers for run in _SUSPECT_RUNS):
+        return True
+    # Brackets as parentheses; each pass drops the innermost pairs, so the result is empty
+    # exactly when they are balanced and at most MAX_DEPTH deep.
+    nesting = outside.translate(_PARENS, _NOT_BRACKETS)
     for _ in range(MAX_DEPTH):
         nesting = nesting.replace(b"()", b"")
     return bool(nesting)

@@ -60,6 +60,15 @@ class Projections:
             if max_new_nodes is not None and len(dg) - start > max_new_nodes:
                 raise TooLarge(f"projections exceed {max_new_nodes} new nodes")
 
+    @classmethod
+    def restored(cls, dg: DG, row: Sequence[int]) -> Projections:
+        """The projections whose rows, nodes of ``dg``, were compiled before (and saved:
+        :mod:`rfcircuits.circuits`)."""
+        self = cls.__new__(cls)
+        self.dg = dg
+        self.row = array("i", row)
+        return self
+
     def min_deviations(self, x: Sequence[int]) -> list[int]:
         """What :meth:`rfcircuits.dgraph.DG.min_deviations` returns for the roots at ``x``: the
         minimal sets ``D`` at which ``∃D. ¬(∧ roots)`` holds, by size then value."""

@@ -56,6 +56,12 @@ class Backend(abc.ABC):
         """Have the workers ready to run ``fn`` (on a cluster: its module imported by every
         worker), so that a campaign's clock can start after that fixed cost."""
 
+    def share(self, value: Any) -> Any:
+        """What to pass tasks for an argument ``value`` that many of them take (compiled
+        circuits), each receiving ``value``: here ``value`` itself, sent with every task; a
+        cluster's backend sends it once to each worker instead."""
+        return value
+
     @abc.abstractmethod
     def submit(self, key: int, fn: Callable[..., Any], *args: Any) -> None:
         """Run ``fn(*args)`` as the task ``key`` (a key not in use)."""

@@ -161,6 +161,13 @@ class DaskBackend(Backend):
     def prepare(self, fn: Callable[..., Any]) -> None:
         self.client.run(importlib.import_module, fn.__module__)
 
+    def share(self, value: Any) -> Any:
+        """A future of ``value`` scattered to every worker now (Dask passes tasks its value;
+        the scheduler keeps it while tasks wait on it, and a worker that joins later fetches
+        it from another)."""
+        [future] = self.client.scatter([value], broadcast=True, hash=False)
+        return future
+
     def submit(self, key: int, fn: Callable[..., Any], *args: Any) -> None:
         self._serial += 1
         future = self.client.submit(fn, *args, key=f"rfcircuits-{self._run}-{key}-"

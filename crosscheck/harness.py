@@ -39,7 +39,7 @@ from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.errors import check_choice
 from rfcircuits.explain import (AUTO_SECONDS, ENGINES, ROBUST_METHODS, SR_METHODS, Explainer,
-                                auto_cap)
+                                auto_cap, load_explainer)
 from rfcircuits.satengine import SatEngine
 from rfcircuits.projections import MAX_FEATURES
 from rfcircuits.explanation import ALL_WHAT, ENGINE_TEXT, WHAT_FIELDS, Explanation, dumps
@@ -470,8 +470,9 @@ class Crosscheck:
         """Every instance's explanation against the oracles, from instance ``start`` on;
         ``on_unit(i, outcomes, disagreements)`` receives each instance's checks, in instance
         order. ``jobs > 1`` forks that many workers, which share the circuits and oracles built
-        here (where fork is available); on the Dask cluster at ``dask`` each worker builds
-        them once, at its first instance."""
+        here (where fork is available); on the Dask cluster at ``dask`` the circuits are
+        compiled here and sent to each worker once, which loads them and builds its oracles
+        at its first instance."""
         explainer = Explainer(self.forest, self.ties, engine=self.engine,
                               max_nodes=self.max_nodes, **self.limits,
                               compiled=self.compiled_3b if self.engine == "graphs" else None)
@@ -498,15 +499,14 @@ class Crosscheck:
                     progress(i + 1, len(instances))
             return
         global _WORKER
+        shipped: bytes | None = None
         if dask is None:
             self._prepare(explainer, what)
             _WORKER = (self, explainer, instances, methods, what)
             task: Callable[..., tuple[list[Outcome], list[Disagreement]]] = _explain_in_worker
-            setup: tuple[Any, ...] = ()
-        else:
+        else:  # compiled here once, loaded by each worker
             task = _explain_remote
-            setup = (uuid.uuid4().hex, self.forest, self.ties, self.oracles, self.seed,
-                     self.max_nodes, self.engine, self.limits, instances, methods, what)
+            shipped = explainer.dumps() if self._compile(explainer, what) else None
         finished: dict[int, tuple[list[Outcome], list[Disagreement]]] = {}
         shown = start  # units are passed on in instance order: a prefix of a serial run's
         # Far instances have by far the most SRs and NRs (docs/decisions.md, "Oracles"):
@@ -514,6 +514,10 @@ class Crosscheck:
         order = sorted(todo, key=lambda i: -margin(self.forest, instances[i]))
         try:
             with open_backend(min(jobs, len(todo)), dask) as backend:
+                setup: tuple[Any, ...] = () if dask is None else (
+                    uuid.uuid4().hex, backend.share(shipped), self.native_stopped, self.forest,
+                    self.ties, self.oracles, self.seed, self.max_nodes, self.engine,
+                    self.limits, instances, methods, what)
                 for i, result in run_tasks(backend, task, ((i, setup + (i,)) for i in order)):
                     finished[i] = result
                     while on_unit and shown in finished:
@@ -530,19 +534,26 @@ class Crosscheck:
 
     def _prepare(self, explainer: Explainer, what: Sequence[str]) -> None:
         """Build the native circuits and the oracles before forking, so that workers share
-        them. A budget stop is recorded for the workers to skip on; any other failure is left
-        for them to meet again and report per instance, as a serial run does."""
+        them."""
+        if self._compile(explainer, what):
+            for name in self.oracles:
+                self.oracle(name)
+
+    def _compile(self, explainer: Explainer, what: Sequence[str]) -> bool:
+        """Compile the native engine for the explanations ``what`` (the negated classes
+        too when CEs are asked); False when it did not compile. A budget stop is recorded
+        for the workers to skip on; any other failure is left for them to meet again and
+        report per instance, as a serial run does."""
         if self.native_stopped:
-            return  # the workers skip the native steps, as a serial run does
+            return False  # the workers skip the native steps, as a serial run does
         try:
             explainer.compile(negated="ce" in what)
         except BudgetExceeded as exc:
             self.native_stopped = f"stopped: {exc.for_cli()}"
-            return
+            return False
         except Exception:  # reported per instance by the workers' own attempts
-            return
-        for name in self.oracles:
-            self.oracle(name)
+            return False
+        return True
 
     def _explain(self, explainer: Explainer, x: Instance, what: Sequence[str], method: str,
                  robust: str, nr: str) -> None:
@@ -788,19 +799,26 @@ def _explain_in_worker(i: int) -> tuple[list[Outcome], list[Disagreement]]:
 _REMOTE: tuple[str, Crosscheck, Explainer] | None = None
 
 
-def _explain_remote(token: str, forest: Forest, ties: str, oracles: Sequence[str], seed: int,
-                    max_nodes: int | None, engine: str, limits: dict[str, Any],
-                    instances: Sequence[Instance], methods: list[tuple[str, str, str]],
-                    what: Sequence[str], i: int) -> tuple[list[Outcome], list[Disagreement]]:
-    """Instance ``i``'s checks on a cluster's worker. The run (circuits and oracles) is
-    built at the worker's first instance of the campaign ``token`` and kept for the next."""
+def _explain_remote(token: str, circuits: bytes | None, stopped: str | None, forest: Forest,
+                    ties: str, oracles: Sequence[str], seed: int, max_nodes: int | None,
+                    engine: str, limits: dict[str, Any], instances: Sequence[Instance],
+                    methods: list[tuple[str, str, str]], what: Sequence[str],
+                    i: int) -> tuple[list[Outcome], list[Disagreement]]:
+    """Instance ``i``'s checks on a cluster's worker. The run is built at the worker's first
+    instance of the campaign ``token`` and kept for the next: the native engine loaded from
+    the ``circuits`` the client compiled (:meth:`rfcircuits.Explainer.dumps`), else (the
+    client's compile ``stopped`` at the budget, or failed) as the client's was, and the
+    oracles."""
     global _REMOTE
     if _REMOTE is None or _REMOTE[0] != token:
         if _REMOTE is not None:
             _REMOTE[1].close()
             _REMOTE = None
         run = Crosscheck(forest, ties, oracles, seed, max_nodes, engine=engine, limits=limits)
-        explainer = Explainer(forest, ties, engine=engine, max_nodes=max_nodes, **limits)
+        run.native_stopped = stopped
+        explainer = Explainer(forest, ties, engine=engine, max_nodes=max_nodes, **limits) \
+            if circuits is None else \
+            load_explainer(circuits, forest, ties=ties, max_nodes=max_nodes, **limits)
         run._prepare(explainer, what)
         _REMOTE = (token, run, explainer)
     _, run, explainer = _REMOTE

@@ -174,7 +174,7 @@ def interrupted_then_reused(distributed, cluster, tmp_path: Path) -> None:
 
 @needs_dask
 def test_crosscheck_on_dask_reports_what_a_serial_run_does():
-    # Each worker builds the run (circuits, oracles) at its first instance.
+    # Each worker loads the client's circuits and builds its oracles at its first instance.
     from rfcircuits.crosscheck.fuzz import make_case
     from rfcircuits.crosscheck.harness import crosscheck
     from rfcircuits.crosscheck.strategies import Limits
@@ -189,7 +189,7 @@ def test_crosscheck_on_dask_reports_what_a_serial_run_does():
 
 @needs_dask
 def test_explain_on_dask_writes_what_a_serial_run_does(tmp_path, capsys):
-    # The workers build an explainer of the engine the client chose, once each.
+    # The workers load the client's circuits (so its engine), once each.
     from rfcircuits.cli.main import main
     from rfcircuits.crosscheck.fuzz import make_case
     from rfcircuits.crosscheck.strategies import Limits

@@ -50,7 +50,7 @@ def test_train_then_compile(tmp_path, iris_csv, capsys):
     assert set(result["classes"]) == {"0", "1", "2"}
     assert result["total_nodes"] <= sum(c["nodes"] for c in result["classes"].values())
     files = sorted(p.name for p in outdir.iterdir())
-    assert files == ["R0-0.nnf.json", "R1-1.nnf.json", "R2-2.nnf.json"]
+    assert files == ["R0-0.nnf.json", "R1-1.nnf.json", "R2-2.nnf.json", "circuits.json"]
     doc = json.loads((outdir / files[0]).read_text())
     assert doc["format"] == "rfcircuits.nnf/1" and doc["class"] == "0"
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from rfcircuits.circuits import CIRCUITS_FORMAT, FORMS
 from rfcircuits.cli.main import build_parser, main
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.explain import Explainer
@@ -84,10 +85,14 @@ def test_schemas_name_the_constants_the_code_uses():
     from rfcircuits.crosscheck.fuzz import REPRO_FORMAT
 
     formats = {"forest": FOREST_FORMAT, "nnf": NNF_FORMAT, "dg": DG_FORMAT,
-               "repro": REPRO_FORMAT, "corpus-manifest": CORPUS_FORMAT}
+               "repro": REPRO_FORMAT, "corpus-manifest": CORPUS_FORMAT,
+               "circuits": CIRCUITS_FORMAT}
     for name, constant in formats.items():
         assert schema(name)["properties"]["format"] == {"const": constant}
     assert tuple(schema("common")["$defs"]["ties"]["enum"]) == TIES
+    saved = schema("circuits")["properties"]
+    assert saved["engine"]["enum"] == list(FORMS) and set(saved["form"]["enum"]) == \
+        set(FORMS.values())
     compile_parser = build_parser()._subparsers._group_actions[0].choices["compile"]
     form = next(a for a in compile_parser._actions if a.dest == "form")
     assert set(schema("compile-summary")["properties"]["form"]["enum"]) == set(form.choices)
@@ -176,7 +181,8 @@ def test_the_complete_examples_of_the_format_guide_validate():
     schema_of = {"Forest files": "forest", "Instances": "instance",
                  "Literals, terms and clauses": "terms", "Circuit files": "circuit",
                  "Explanations": "explanation", "Compile summary": "compile-summary",
-                 "Fuzz summary": "fuzz-summary", "Crosscheck units": "crosscheck-units"}
+                 "Fuzz summary": "fuzz-summary", "Crosscheck units": "crosscheck-units",
+                 "Saved circuits": "circuits"}
     text = (FIXTURES.parent / "docs" / "formats.md").read_text(encoding="utf-8")
     section, checked = "", set()
     for k, part in enumerate(text.split("```")):
@@ -263,11 +269,15 @@ def test_compile_summary_and_circuit_files(trained, form, ties, capsys):
     kind = "nnf" if form == "nnf" else "dg"
     files = sorted(out.iterdir())
     assert [p.name for p in files] == [f"R{c}-{name}.{kind}.json" for c, name in
-                                       enumerate(summary["classes"])]
-    for path in files:
+                                       enumerate(summary["classes"])] + ["circuits.json"]
+    for path in files[:-1]:
         doc = json.loads(path.read_text())
         assert_valid(kind, doc, path.name)
         assert doc["features"] == json.loads(forest.read_text())["features"]
+    saved = json.loads(files[-1].read_text())
+    assert_valid("circuits", saved, "compile --out DIR: circuits.json")
+    assert (saved["engine"], saved["ties"]) == ("sat" if form == "nnf" else "graphs", ties)
+    assert saved["forest"] == json.loads(forest.read_text())
 
 
 @pytest.mark.parametrize("ties", TIES)
@@ -516,7 +526,15 @@ DG = {"format": "rfcircuits.dg/1", "class": "yes", "ties": "all",
 SUMMARY = {"form": "nnf", "ties": "first", "classes": {"no": {"nodes": 3, "seconds": 0.1}},
            "total_nodes": 3, "total_seconds": 0.1}
 EXAMPLES = {"forest": lambda: SUSAN_FOREST, "instance": lambda: SUSAN, "explanation": susan_line,
-            "nnf": lambda: NNF, "dg": lambda: DG, "compile-summary": lambda: SUMMARY}
+            "nnf": lambda: NNF, "dg": lambda: DG, "compile-summary": lambda: SUMMARY,
+            "circuits": lambda: susan_circuits()}
+
+
+def susan_circuits() -> dict[str, Any]:
+    """The saved circuits of the Susan example's forest (a new copy)."""
+    from rfcircuits.crosscheck.spec_examples import forest
+
+    return json.loads(Explainer(forest(SUSAN_FOREST), engine="graphs").dumps())
 
 
 @pytest.mark.parametrize("name, path, value", [
@@ -552,6 +570,14 @@ EXAMPLES = {"forest": lambda: SUSAN_FOREST, "instance": lambda: SUSAN, "explanat
     ("dg", ("nodes", 2, "branches", 1, 1), "1"),
     ("dg", ("nodes", 2, "leaf"), True),
     ("dg", ("nodes", 0), {"feature": 0}),
+    ("circuits", ("format",), "rfcircuits.circuits/2"),
+    ("circuits", ("engine",), "bdd"),
+    ("circuits", ("form",), "nnf"),  # not the decision graphs' form
+    ("circuits", ("forest_digest",), "md5:0f"),
+    ("circuits", ("code",), KeyError),  # the decision graphs' nodes are missing
+    ("circuits", ("negated", 0), "8"),
+    ("circuits", ("projections", 0, "rows"), [8]),
+    ("circuits", ("forest", "trees"), KeyError),
     ("compile-summary", ("form",), "sdd"),
     ("compile-summary", ("classes", "no", "size"), 3),
     ("compile-summary", ("total_nodes",), KeyError),

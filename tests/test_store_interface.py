@@ -8,7 +8,9 @@ facade), must return the same values, node ids included, and raise the same erro
 from __future__ import annotations
 
 import inspect
+import re
 import random
+from array import array
 from collections.abc import Callable
 
 import pytest
@@ -37,6 +39,7 @@ def test_the_protocol_lists_what_the_facade_uses():
     assert set(METHODS) == {
         "__len__", "segments", "branches", "lookup", "make", "apply", "negate", "exists",
         "threshold", "tree_formulas", "evaluate", "min_true_sets", "reachable", "collect",
+        "dump", "load",
         "clear", "node_bytes", "set_budget", "set_deadline",
         "prepare",
         "min_deviations", "falsified"}
@@ -150,6 +153,9 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
             if isinstance(made, int):
                 nodes.append(made)
             call("set_budget", None, "too many nodes")
+        elif kind < 0.93:
+            dump_and_load(rng, call, lambda: [make_store(type(s), n_states, rank) for s in stores],
+                          rng.sample(nodes, min(4, len(nodes))))
         else:
             kept = rng.sample(nodes, len(nodes) // 2)
             new = call("collect", kept)
@@ -160,7 +166,7 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
         # Memory differs by store, but only a collection gives any back.
         held = [s.node_bytes() for s in stores]
         assert all(h > 0 for h in held)
-        assert all(h >= before for h, before in zip(held, memory)) or kind >= 0.9  # collect
+        assert all(h >= before for h, before in zip(held, memory)) or kind >= 0.93  # collect
         memory = held
     call("__len__")
     trace.append(("node_bytes", None))  # checked above, store by store
@@ -168,6 +174,22 @@ def session(rng: random.Random, stores: list[Store], steps: int) -> list[object]
         columns = [list(getattr(s, name)) for s in stores]
         assert all(c == columns[0] for c in columns), name
     return trace
+
+
+def dump_and_load(rng: random.Random, call: Callable[..., object],
+                  fresh: Callable[[], list[Store]], roots: list[int]) -> None:
+    """``dump`` the graphs below ``roots``; ``load`` gives their ids back in the session's
+    stores and the same dump from ``fresh`` stores of each kind; a damaged dump (a word
+    changed, words cut off) is refused, or makes nodes, alike in every store."""
+    code, numbers = call("dump", roots)
+    assert call("load", code, numbers) == roots
+    for store in fresh():
+        assert store.dump(store.load(code, numbers)) == (code, numbers)
+    words = array("i", code)
+    if words:
+        words[rng.randrange(len(words))] = rng.randint(-2, 12)
+        call("load", words.tobytes(), numbers)
+        call("load", code[:rng.randrange(len(code))], numbers)
 
 
 @needs_c
@@ -183,3 +205,28 @@ def test_both_stores_agree_on_every_method(seed):
 def test_python_store_alone_runs_the_session():
     # Without the C store (a build without a compiler) the session still runs the reference.
     session(random.Random(99), [PyStore], 80)
+
+
+@pytest.mark.parametrize("backend", sorted(dgraph.STORES))
+def test_load_names_the_damaged_node(backend):
+    # Two features of 3 and 2 states; node 2 tests feature 1, node 3 feature 0 above it.
+    cls = dgraph.STORES[backend]
+    good = [1, 2, 1, FALSE, 2, TRUE, 0, 2, 1, TRUE, 3, 2]
+    assert make_store(cls, [3, 2]).load(array("i", good).tobytes(), [3, 2]) == [3, 2]
+    damage = {"no feature 5": (6, 5), "segment (4, 2)": (10, 4), "segment (3, 3)": (11, 3),
+              "segments end at state 2 of 3": (10, 2), "4 segments": (7, 4)}
+    for problem, (at, value) in damage.items():
+        words = array("i", good)
+        words[at] = value
+        with pytest.raises(ValueError, match=rf"^node 3: {re.escape(problem)}"):
+            make_store(cls, [3, 2]).load(words.tobytes(), [3])
+    with pytest.raises(ValueError, match=r"^node 3: 2 segments.* in 3 words"):
+        make_store(cls, [3, 2]).load(array("i", good[:-1]).tobytes(), [3])
+    with pytest.raises(ValueError, match="not whole 4-byte words"):
+        make_store(cls, [3, 2]).load(array("i", good).tobytes()[:-1], [3])
+    with pytest.raises(ValueError, match="roots: not all among the 4 nodes"):
+        make_store(cls, [3, 2]).load(array("i", good).tobytes(), [4])
+    gaps = array("i", good)
+    gaps[3] = gaps[5] = GAP  # node 2 leads nowhere
+    with pytest.raises(ValueError, match="^node 2: .*lead to no child"):
+        make_store(cls, [3, 2]).load(gaps.tobytes(), [2])

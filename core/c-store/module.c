@@ -659,6 +659,12 @@ static PyMethodDef Store_methods[] = {
     {"reachable", (PyCFunction)Store_reachable, METH_O,
      "reachable($self, roots, /)\n--\n\n"
      "Ascending ids of all nodes below the roots."},
+    {"dump", (PyCFunction)Store_dump, METH_O,
+     "dump($self, roots, /)\n--\n\n"
+     "(words, roots numbered): the nodes below roots as int32 words (PyStore.dump)."},
+    {"load", (PyCFunction)Store_load, METH_VARARGS,
+     "load($self, code, roots, /)\n--\n\n"
+     "Make the nodes of a dump; the ids of its roots (PyStore.load)."},
     {"collect", (PyCFunction)Store_collect, METH_O,
      "collect($self, roots, /)\n--\n\n"
      "New ids of the roots; keeps only the nodes below them, renumbered."},

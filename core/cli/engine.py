@@ -18,6 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
@@ -112,10 +113,12 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p = sub.add_parser("compile", help="compile class formulas into circuits")
     p.add_argument("--forest", required=True, help="forest file (rfcircuits.forest/1)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
-                   help="nnf: Alg. 3; dg-conj: Alg. 3B; dg: Alg. 3A")
+                   help="nnf: Alg. 3 (the SAT engine's); dg-conj: Alg. 3B (the decision "
+                        "graphs'); dg: Alg. 3A")
     add_ties(p)
-    p.add_argument("--out", help="directory for one circuit file per class (absent: print "
-                                 "the sizes only)")
+    p.add_argument("--out", help="directory for one circuit file per class and circuits.json, "
+                                 "which explain --circuits DIR reads instead of compiling "
+                                 "(absent: print the sizes only)")
     p.add_argument("--dot", action="store_true", help="with --out, also write Graphviz files")
     add_counter(p)
     add_max_nodes(p)
@@ -138,6 +141,11 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                    help="jsonl: one canonical JSON line per instance (docs/formats.md); text: "
                         "the readable form, as print(explanation) shows it, at most "
                         f"{TEXT_LIMIT} items per list")
+    p.add_argument("--circuits", metavar="DIR",
+                   help="the class formulas compile --out DIR saved (or a file "
+                        "Explainer.save wrote), read instead of compiled; they must be of "
+                        "--forest and --ties, and answer with the engine they were compiled "
+                        "for (absent: compile)")
     add_resume(p, "explanations")
     add_engine(p)
     add_limits(p)
@@ -396,23 +404,37 @@ def class_names(text: str, n: int) -> list[str]:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """``rfcircuits compile --form nnf|dg-conj|dg``: per-class sizes and seconds as
-    JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class."""
+    JSON; ``--out DIR`` writes one circuit file (and with ``--dot`` a DOT file) per class, and
+    the engine's circuits file (:data:`rfcircuits.circuits.MANIFEST`, written last) that
+    ``explain --circuits DIR`` reads: the decision graphs' with their negated classes and
+    projections compiled too (the dg forms), or the SAT engine's choice (nnf)."""
+    from rfcircuits import circuits
+
     forest = load_forest(args.forest)
     if args.out:
         output_dir(args.out)
     if args.form == "nnf":
         from rfcircuits.classformula import compile_nnf
+        from rfcircuits.satengine import SatEngine
 
         with Progress("networks", enabled=not args.no_progress) as progress:
             comp = compile_nnf(forest, args.ties, progress=progress)
         manager, suffix = comp.nnf, ".nnf"
         dot = lambda c: comp.nnf.to_dot([comp.roots[c]])  # noqa: E731
+        engine: Any = SatEngine(forest, args.ties)
     else:
         from rfcircuits.dgcompile import compile_dg
+        from rfcircuits.graphengine import GraphEngine
 
+        budget = max_nodes(args)
         with Progress("pair networks", enabled=not args.no_progress) as progress:
-            comp = compile_dg(forest, args.ties, args.form, max_nodes=max_nodes(args),
+            comp = compile_dg(forest, args.ties, args.form, max_nodes=budget,
                               timeout=args.timeout, progress=progress, counter=args.counter)
+            if args.out:  # what explanations would compile next: CEs' graphs, projections
+                progress.stage("negated classes and projections")
+                engine = GraphEngine(forest, args.ties, max_nodes=budget, compiled=replace(
+                    comp, form="dg-conj", roots=comp.roots_3b))
+                engine.compile(negated=True)
         manager, suffix = comp.dg, ".dg"
         dot = lambda c: comp.dg.to_dot(comp.roots[c])  # noqa: E731
     result = {
@@ -429,6 +451,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             if args.dot:
                 with atomic_open(path[:-len(".json")] + ".dot") as handle:
                     handle.write(dot(c))
+        write_json(os.path.join(args.out, circuits.MANIFEST),
+                   circuits.document(engine))
     print(json.dumps(result, ensure_ascii=False))
     return 0
 
@@ -461,9 +485,9 @@ def max_nodes(args: argparse.Namespace) -> int | None:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    """Explanations in canonical JSON Lines, flushed per instance
-    (docs/formats.md#explanations)."""
-    from rfcircuits.explain import Explainer
+    """Explanations in canonical JSON Lines (or ``--format text``, the readable form),
+    flushed per instance (docs/formats.md#explanations)."""
+    from rfcircuits.explain import Explainer, load_explainer
     from rfcircuits.explanation import HEADER_KEYS, WHAT_FIELDS, parse_what
     from rfcircuits.forest import instance_to_json
     from rfcircuits.inputs import read_instances
@@ -495,8 +519,13 @@ def cmd_explain(args: argparse.Namespace) -> int:
     with record_output(args.out, args.resume, accept, "explanations") as out, \
             Progress("compiling", enabled=not args.no_progress) as progress:
         options = {"max_nodes": budget, **limits(args)}
-        explainer = Explainer(forest, args.ties, engine=args.engine, progress=progress,
-                              **options)
+        if args.circuits:
+            progress.stage("loading circuits")
+            explainer = load_explainer(args.circuits, forest, ties=args.ties,
+                                       engine=args.engine, progress=progress, **options)
+        else:
+            explainer = Explainer(forest, args.ties, engine=args.engine, progress=progress,
+                                  **options)
         if len(instances) > len(out.resumed):  # up front: the bar shows the compile apart
             explainer.compile(rows=instances[len(out.resumed):], what=what)
         progress.stage("instances", len(instances))
@@ -507,8 +536,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
             records = ((i, explainer.explain_states(x, what).render(args.format))
                        for i, x in enumerate(instances) if i >= len(out.resumed))
         else:
-            records = rows_on(args, explainer, instances, what, len(out.resumed),
-                              {**options, "engine": explainer.engine.name}, args.format)
+            records = rows_on(args, explainer, instances, what, len(out.resumed), options,
+                              args.format)
         for i, record in records:
             if args.format == "text":  # records apart, each under its row's number
                 record = ("\n" if i else "") + f"row {i + 1} of {len(instances)}\n{record}"
