@@ -182,7 +182,7 @@ def test_the_complete_examples_of_the_format_guide_validate():
                  "Literals, terms and clauses": "terms", "Circuit files": "circuit",
                  "Explanations": "explanation", "Compile summary": "compile-summary",
                  "Fuzz summary": "fuzz-summary", "Crosscheck units": "crosscheck-units",
-                 "Saved circuits": "circuits"}
+                 "Saved circuits": "circuits", "Peer reports": "peer-report"}
     text = (FIXTURES.parent / "docs" / "formats.md").read_text(encoding="utf-8")
     section, checked = "", set()
     for k, part in enumerate(text.split("```")):
