@@ -191,7 +191,11 @@ def from_forest(forest: Forest, rows: Sequence[tuple[str, Mapping[str, Any]]],
         for j, f in enumerate(forest.features):
             value = values[f.name]
             X[i, j] = state_value(f, x[j], "float32") if isinstance(value, str) else value
-            if f.state_of_value(X[i, j], "float32") != x[j]:
+            try:
+                read = f.state_of_value(float(X[i, j]), "float32")
+            except ValueError as exc:  # beyond float32's range: scikit-learn refuses it too
+                raise InputError(f"{where}, feature {f.name!r}: {exc}") from None
+            if read != x[j]:
                 raise InputError(f"{where}, feature {f.name!r}: {value!r} is in state "
                                  f"{f.states[x[j]]} as the forest reads it ({forest.input_dtype})"
                                  " but not as scikit-learn reads it (float32), and the peers "
@@ -257,6 +261,7 @@ def peer_data(args: argparse.Namespace) -> PeerData:
     """The forest and rows the command line names (module docstring): one route of
     :data:`ROUTES`, with the options it takes (``fuzz --adapter`` has no ``--dataset``)."""
     def option(name: str) -> Any:
+        """The value of the option spelt ``name`` (None when not given or not taken)."""
         return getattr(args, name.lstrip("-").replace("-", "_"), None)
 
     given = [r for r, (first, *_) in ROUTES.items() if option(first) is not None]

@@ -28,7 +28,6 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Branching, Forest, float32_floor
 
 
-
 def check_numeric(forest: Forest) -> None:
     """InputError unless every feature has numeric thresholds that float32 inputs tell apart
     (module docstring)."""

@@ -207,3 +207,11 @@ def test_grade_peer_takes_each_route(files, tmp_path):
     with pytest.raises(InputError, match="model= needs rows="):
         grade_peer(PEER, model=model)
     assert [instance_to_json(forest, f.instance) for f in by_file.findings] == []
+
+
+def test_a_value_beyond_float32_is_refused_with_its_place(files):
+    path, _ = files
+    (path / "i.jsonl").write_text('{"x1": 0.2, "x2": 1e39}\n')
+    with pytest.raises(InputError, match=r"i.jsonl, line 1, feature 'x2': 1e\+39 is beyond "
+                                         "the finite float32 range"):
+        load_forest_data(str(path / "forest.json"), str(path / "i.jsonl"))
