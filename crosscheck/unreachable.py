@@ -20,9 +20,11 @@ no float32 reaches, the finding is ``unreachable`` — its reason (which thresho
 float32 value, and the adjacent float32 values), the world with the trees' votes and raw
 values in it — and counted apart from the broken promises real inputs show. Only verdicts
 whose failure can rest on extra states are graded again: a flip that is missing
-(``necessary``, ``reaches``) and a smaller item that is valid (minimality), and an item the
-peer lacks (``completeness``); a world that escapes an item (``sufficient``, ``valid``) is a
-real input's world already.
+(``necessary``, ``reaches``), a smaller term that is valid (the minimality of a sufficient
+reason or of a general one), and a sufficient or necessary reason of ours that the peer lacks
+(``completeness``: not sufficient, or not minimal, on the float64 forest); a world that
+escapes an item (``sufficient``, ``valid``), or a smaller clause that frees (the minimality
+of a necessary reason), is a real input's world already.
 """
 
 from __future__ import annotations
