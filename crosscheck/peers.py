@@ -27,12 +27,12 @@ and where it is: a file and line), which every finding of the report names with 
 raw values.
 
 Each adapter named with ``--adapter`` (:mod:`rfcircuits.crosscheck.adapters.base`: built-in
-names or ``module:Class``, built with the ``--adapter-option`` pairs) gets the same
-:class:`~rfcircuits.crosscheck.adapters.base.Task`; its answers are graded as they arrive
-(:class:`rfcircuits.crosscheck.promises.PromiseGrader`), with progress on stderr. ``--out
-DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it gave
-them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro file
-when the report has findings. Exit 1 when some promise is broken, something promised complete
+names or ``module:Class``, built with the ``--adapter-option`` pairs, :func:`adapter_options`)
+gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`; its answers are graded as
+they arrive (:class:`rfcircuits.crosscheck.promises.PromiseGrader`), with progress on stderr.
+``--out DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it
+gave them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro
+file when the report has findings. Exit 1 when some promise is broken, something promised complete
 is missing or our engine and the oracle disagree; a peer's crashes and timeouts, and findings
 that rest only on states no float32 input reaches, are listed and counted.
 """
@@ -300,18 +300,24 @@ def rows_wanted(args: argparse.Namespace) -> int | None:
     return None if args.forest is not None else DEFAULT_ROWS
 
 
-def adapter_options(pairs: Sequence[str]) -> dict[str, Any]:
-    """``--adapter-option KEY=VALUE`` pairs; a value is read as JSON when it parses
-    (``true``, ``3``, ``"a"``), else kept as text (a path, a command)."""
-    options: dict[str, Any] = {}
+def adapter_options(pairs: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per adapter of ``names``, its ``--adapter-option KEY=VALUE`` pairs: a value is read as
+    JSON when it parses (``true``, ``3``, ``"a"``), else kept as text (a path, a command);
+    ``NAME.KEY=VALUE`` is for the adapter ``NAME`` only (``rfxpl.path=/src/RFxpl`` beside
+    ``--adapter rfxpl,anchors``), ``KEY=VALUE`` for every one."""
+    options: dict[str, dict[str, Any]] = {name: {} for name in names}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.isidentifier():
-            raise InputError(f"--adapter-option: expected KEY=VALUE, not {pair!r}")
+        scope, _, key = key.rpartition(".")
+        if not sep or not key.isidentifier() or scope and scope not in options:
+            raise InputError(f"--adapter-option: expected KEY=VALUE or NAME.KEY=VALUE with NAME "
+                             f"one of the adapters given ({', '.join(names)}), not {pair!r}")
         try:
-            options[key] = json.loads(value)
+            parsed = json.loads(value)
         except ValueError:
-            options[key] = value
+            parsed = value
+        for name in [scope] if scope else names:
+            options[name][key] = parsed
     return options
 
 
@@ -426,8 +432,8 @@ def write_outputs(out: str, name: str, report: PeerReport, task: Task,
 def run_verify_peer(args: argparse.Namespace) -> int:
     """``rfcircuits verify-peer`` (module docstring)."""
     names = [n.strip() for spec in args.adapter for n in spec.split(",") if n.strip()]
-    options = adapter_options(args.adapter_option or ())
-    adapters = [load_adapter(n, **options) for n in names]
+    options = adapter_options(args.adapter_option or (), names)
+    adapters = [load_adapter(n, **options[n]) for n in names]
     versions = [a.version() for a in adapters]  # unavailable peers stop the run before training
     if args.out:
         output_dir(args.out)

@@ -215,3 +215,17 @@ def test_a_value_beyond_float32_is_refused_with_its_place(files):
     with pytest.raises(InputError, match=r"i.jsonl, line 1, feature 'x2': 1e\+39 is beyond "
                                          "the finite float32 range"):
         load_forest_data(str(path / "forest.json"), str(path / "i.jsonl"))
+
+
+def test_an_adapter_option_goes_to_every_adapter_or_to_the_one_it_names(capsys):
+    planted = "tests.test_promises:EngineSRs"
+    args = ["verify-peer", "--dataset", "iris", "--trees", "3", "--depth", "2", "--rows", "3",
+            "--adapter", f"{planted},{PEER}", "--json", "--no-progress"]
+    assert main([*args, "--adapter-option", f"{planted}.fault=add-literal"]) == 1
+    reports = json.loads(capsys.readouterr().out)["peers"]
+    assert not reports[planted]["ok"] and reports[PEER]["ok"]  # the fault is EngineSRs' only
+    assert main([*args, "--adapter-option", "fault=add-literal"]) == 2  # Float64Peer has none
+    assert f"--adapter {PEER}: Float64Peer() takes no arguments" in capsys.readouterr().err
+    assert main([*args, "--adapter-option", "rfxpl.path=/src"]) == 2
+    assert "NAME.KEY=VALUE with NAME one of the adapters given (tests.test_promises:EngineSRs, " \
+           f"{PEER}), not 'rfxpl.path=/src'" in capsys.readouterr().err

@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "command, or module:Class; repeat or give a comma list")
             p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
                            help="an option passed to every adapter's constructor (a JSON value "
-                                "or text), e.g. path=/src/RFxpl or theory=false")
+                                "or text), e.g. path=/src/RFxpl or theory=false; NAME.KEY=VALUE "
+                                "for the adapter NAME only (rfxpl.path=/src/RFxpl)")
         else:
             p = sub.add_parser(name, help="verify-peer with PyXAI's five reason kinds "
                                           "(optional dependency: pip install pyxai)")
@@ -442,7 +443,8 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         if args.jobs != 1 or args.dask or args.cases:
             raise InputError("--jobs, --dask, --cases: fuzz --adapter runs in one process, "
                              "for --seconds")
-        adapter = load_adapter(args.adapter, **adapter_options(args.adapter_option or ()))
+        adapter = load_adapter(args.adapter, **adapter_options(args.adapter_option or (),
+                                                                [args.adapter])[args.adapter])
         adapter.version()  # an unavailable peer stops the run before the data is read
         data = peer_data(args) if set(peer_options) - {"adapter_option"} else None
         peer = pf.peer_fuzz(adapter, seconds, args.seed, args.out, args.adapter_timeout,
