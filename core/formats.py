@@ -26,7 +26,8 @@ SCHEMA_BASE = "https://rfcircuits.invalid/schemas/"
 #: The packaged schemas, by name (file ``schemas/<name>.schema.json``).
 SCHEMAS = ("common", "forest", "instance", "terms", "nnf", "dg", "circuits", "explanation", "repro",
            "corpus-manifest", "compile-summary", "verify-input", "verify-report",
-           "fuzz-summary", "mutate-summary", "bench", "crosscheck-units")
+           "fuzz-summary", "mutate-summary", "bench", "crosscheck-units", "peer-report",
+           "verify-peer")
 
 
 def circuit_stem(index: int, name: str) -> str:

@@ -27,9 +27,11 @@ from typing import Any
 
 from rfcircuits.datasets import read_table
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, load_instances, parse_instance
+from rfcircuits.forest import Forest, Instance, parse_instance
+from rfcircuits.jsonio import load_json_lines
 
-__all__ = ["Row", "Table", "Value", "instance_of", "instances_of", "read_instances"]
+__all__ = ["Row", "Table", "Value", "instance_of", "instances_of", "read_instance_values",
+           "read_instances"]
 #: File suffixes read as JSON Lines; ``.csv`` is CSV; any other file is read by its first
 #: character (an instance line starts with ``{``).
 JSON_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -95,12 +97,25 @@ def read_instances(path: str | os.PathLike[str], forest: Forest,
     """The instances of a file, at least one: JSON Lines (docs/formats.md#instances) or CSV
     (module docstring; ``target`` names a column to leave out, CSV only). Errors name the
     file, the line and the column."""
+    return [parse_instance(forest, values, where)
+            for where, values in read_instance_values(path, forest, target)]
+
+
+def read_instance_values(path: str | os.PathLike[str], forest: Forest,
+                         target: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The instances of a file as :func:`read_instances` reads them, before they are placed
+    in states: per instance where it is (``file, line n``) and its values, ``{feature name:
+    number or state name}`` (a JSON line's values unchecked, which
+    :func:`~rfcircuits.forest.parse_instance` checks)."""
     path = os.fspath(path)
     if not _is_csv(path):
         if target is not None:
             raise InputError(f"{path}: --target names a column of a CSV file, and this file "
                              "is read as JSON Lines (a CSV file's name ends in .csv)")
-        return load_instances(path, forest)
+        lines = load_json_lines(path)
+        if not lines:
+            raise InputError(f"{path}: holds no instances")
+        return [(f"{path}, line {line.number}", line.value) for line in lines]
     header, rows = read_table(path)
     if target is not None and target not in header:
         raise InputError(f"{path}: no column named {target!r} to leave out (columns: "
@@ -113,13 +128,12 @@ def read_instances(path: str | os.PathLike[str], forest: Forest,
         raise InputError(f"{path}, line 1: the header does not name the forest's features: "
                          f"{problem}{hint}")
     columns = [header.index(f.name) for f in forest.features]
-    instances = []
+    out = []
     for n, row in enumerate(rows, start=2):
         where = f"{path}, line {n}"
-        values = {f.name: _cell(f.is_numeric, row[k], f.name, where)
-                  for f, k in zip(forest.features, columns)}
-        instances.append(parse_instance(forest, values, where))
-    return instances
+        out.append((where, {f.name: _cell(f.is_numeric, row[k], f.name, where)
+                            for f, k in zip(forest.features, columns)}))
+    return out
 
 
 def _is_csv(path: str) -> bool:

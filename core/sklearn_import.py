@@ -82,9 +82,14 @@ def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[flo
 
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
-                        class_names: Sequence[str] | None = None) -> Forest:
+                        class_names: Sequence[str] | None = None, merge: bool = True) -> Forest:
     """The forest of a fitted scikit-learn classifier (hard-majority semantics,
-    docs/semantics.md §3), with ``input_dtype`` ``"float32"`` (module docstring)."""
+    docs/semantics.md §3), with ``input_dtype`` ``"float32"`` (module docstring).
+
+    ``merge=False`` keeps every distinct threshold and reads inputs as float64: the forest as
+    an explainer that compares float64 values with the thresholds sees it, states that no
+    float32 input reaches included (what :mod:`rfcircuits.crosscheck.unreachable` grades a
+    peer's answers against when they differ from ours only there)."""
     estimators = _estimators(model)
     if getattr(model, "n_outputs_", 1) != 1:
         raise InputError("multi-output classifiers are not supported")
@@ -110,11 +115,13 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
             thresholds[f].add(float(thr))
     features, index = [], []
     for name, ts in zip(feature_names, thresholds):
-        kept, where = merge_thresholds(ts)
+        kept, where = merge_thresholds(ts) if merge else \
+            (sorted(ts), {t: k for k, t in enumerate(sorted(ts))})
         features.append(Feature.numeric(name, kept))
         index.append(where)
     trees = [_convert(est.tree_, features, index) for est in estimators]
-    return Forest(tuple(features), tuple(classes), tuple(trees), "float32")
+    return Forest(tuple(features), tuple(classes), tuple(trees),
+                  "float32" if merge else "float64")
 
 
 def _convert(t: Any, features: list[Feature], index: list[dict[float, int]]) -> Tree:

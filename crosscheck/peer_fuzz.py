@@ -17,6 +17,13 @@ a world that is no data row. The peer is given raw values: a data row's own, or 
 value inside each of its states (:func:`state_value`), each checked to fall back into its
 state as scikit-learn reads it (float32).
 
+**Cases on the user's forest** (``--model M --data D`` or ``--forest F --instances I``: a
+:class:`~rfcircuits.crosscheck.peers.PeerData`; :func:`make_user_case`): the model is the
+user's and stays so; case ``k`` of seed ``s`` explains the data row ``k``-th closest to a vote
+tie, a data row drawn from ``random.Random(f"{s}/{k}/peer-user")``, and the world nearest a
+tie among :data:`NEIGHBOURS` that move one or two features of the first row to other states
+(raw values inside them, checked as above). Its rows keep their origins, which reports name.
+
 **Running the peer** (:func:`guarded_answers`): in a forked child process, so that its crash
 (even a segfault) or hang cannot take the run with it. A peer may take the task's ``timeout``
 per row, and is expected to keep to it (the PyXAI adapter stops a call that overruns it); as a
@@ -33,7 +40,8 @@ timeouts are counted apart from the findings, and only the findings fail the run
 its failures persists (:func:`shrink`; the same kind, field and promise of a finding, an
 error raising the same exception): to the one row
 that shows it, then to fewer features (the forest retrained, with the same seed, on fewer
-columns of the data), then to fewer trees (a subset of the model's ``estimators_``), within
+columns of the data; not on the user's forest), then to fewer trees (subsets of the model's
+``estimators_``, by halves, quarters, ... down to single trees), within
 :data:`SHRINK_RUNS` runs of the peer and :data:`SHRINK_FACTOR` times the seconds of the case's
 own run (a peer that takes seconds to start, as PyXAI's worker does, gets fewer attempts).
 Timeouts are not shrunk (each attempt would cost the whole time limit).
@@ -42,11 +50,13 @@ Timeouts are not shrunk (each attempt would cost the whole time limit).
 ``DIR/peer-<adapter>-<seed>-<k>.json`` (:func:`~rfcircuits.crosscheck.peer_repro.peer_repro`:
 ``rfcircuits.repro/1`` with the peer's answers, our verdicts and their counterexample worlds;
 ``seed``, ``case`` and ``shrunk_from`` as ``fuzz`` writes them; ``peer.case`` says what the
-shrunk case keeps and the raw rows the peer was given, and :func:`task_from_repro` rebuilds
+shrunk case keeps and the raw rows the peer was given — on the user's forest also the user's
+files with their SHA-256 digests (:func:`source_json`) — and :func:`task_from_repro` rebuilds
 the scikit-learn model from it to run the peer again).
 
 **Exit status** (:func:`exit_code`): 1 when a promise is broken, an item promised is missing
-or we dispute an item; 0 otherwise. The peer's crashes and timeouts are findings of their own
+or we dispute an item; 0 otherwise (findings that rest only on states no float32 input reaches
+are counted, not failures). The peer's crashes and timeouts are findings of their own
 kind: counted, and a case it crashed on is shrunk and saved like any failing case. Cases run one after another
 in this process (no ``--jobs``), each peer run in a fresh child, so that nothing an adapter
 keeps carries from one case to the next. A signal stops the run; the files written are whole,
@@ -57,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import itertools
 import json
 import math
@@ -76,16 +87,20 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.atomicio import output_dir, write_json
+from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import Answer, Task, protocol_error
+from rfcircuits.crosscheck.adapters.base import Answer, RowOrigin, Task, protocol_error
 from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
+from rfcircuits.crosscheck.peers import PeerData
+from rfcircuits.crosscheck.promises import FAILING as PROMISE_FAILING
 from rfcircuits.crosscheck.promises import PeerReport, grade_answers
 from rfcircuits.crosscheck.strategies import (all_worlds, margin, pick_by_margin, random_instance,
-                                              with_edge_worlds, world_values)
+                                              state_value, with_edge_worlds, world_values)
+from rfcircuits.crosscheck.verify import counted
 
 #: Data rows closest to a vote tie explained in each case.
 NEAR_TIES = 3
@@ -102,7 +117,9 @@ ROW_SLACK = 10.0
 #: Seconds a peer stopped for its time limit has to clean up before it is killed.
 STOP_GRACE = 5.0
 #: Kinds of findings that fail a case (and the run).
-FAILING = ("broken", "missing", "disputed")
+FAILING = tuple(PROMISE_FAILING)
+#: Worlds near a data row a case on the user's forest looks at for the one nearest a tie.
+NEIGHBOURS = 32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,9 +215,11 @@ def _import(model: Any, columns: Sequence[int], n_classes: int) -> Forest:
                                [f"c{c}" for c in range(n_classes)])
 
 
-def build(case: PeerCase, shape: Shape, timeout: float) -> Task:
+def build(case: Case, shape: Shape, timeout: float) -> Task:
     """The task of ``case`` as ``shape`` keeps it: the model retrained (same seed) when it
     drops columns, its trees cut to ``shape.trees``."""
+    if isinstance(case, UserCase):
+        return case.task(shape, timeout)
     n_classes = int(case.y.max()) + 1
     columns = list(shape.columns)
     model = case.model if len(columns) == case.X.shape[1] else \
@@ -222,18 +241,154 @@ def _with_trees(model: Any, trees: Sequence[int]) -> Any:
     return small
 
 
-def full_shape(case: PeerCase) -> Shape:
+def full_shape(case: Case) -> Shape:
+    """The whole case: every column, tree and row."""
     return Shape(tuple(range(case.X.shape[1])), None, tuple(range(len(case.rows))))
 
 
 def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
     """The task a ``fuzz --adapter`` repro file was saved from (its case regenerated from
-    ``seed`` and ``case``, cut as ``peer.case`` says): run the peer on it again."""
+    ``seed`` and ``case``, or read again from the user's files, cut as ``peer.case`` says):
+    run the peer on it again."""
     kept = doc["peer"]["case"]
     trees = kept["trees"]
-    shape = Shape(tuple(kept["columns"]), None if trees is None else tuple(trees),
-                  tuple(kept["picks"]))
-    return build(make_case(doc["seed"], doc["case"]), shape, timeout)
+    if "source" in kept:
+        rows = np.array(kept["rows"], dtype=np.float64)
+        case: Case = UserCase(doc["seed"], doc["case"], UserSource(source_data(kept["source"])),
+                              rows, [RowOrigin(*o) for o in kept["origins"]])
+        picks = tuple(range(len(rows)))
+    else:
+        case, picks = make_case(doc["seed"], doc["case"]), tuple(kept["picks"])
+    shape = Shape(tuple(kept["columns"]), None if trees is None else tuple(trees), picks)
+    return build(case, shape, timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cases on the user's forest.
+
+
+class UserSource:
+    """The user's forest and rows for ``fuzz --adapter --model/--forest`` (``data``, a
+    :class:`~rfcircuits.crosscheck.peers.PeerData`), with what its cases draw on: the first
+    data row of each instance, and those rows ordered by closeness to a vote tie."""
+
+    def __init__(self, data: PeerData) -> None:
+        self.data = data
+        self.instances = instances_from_values(data.forest, data.X)
+        self.first: dict[Instance, int] = {}
+        for i, x in enumerate(self.instances):
+            self.first.setdefault(x, i)
+        unique = list(self.first)
+        self.near = [self.first[unique[j]]
+                     for j in pick_by_margin(data.forest, unique, len(unique))]
+
+
+@dataclass
+class UserCase:
+    """A case on the user's forest (module docstring): the ``rows`` to explain (raw values)
+    with their ``origins``; the model is the user's, ``X`` its data."""
+
+    seed: int
+    k: int
+    source: UserSource
+    rows: np.ndarray
+    origins: list[RowOrigin]
+
+    @property
+    def X(self) -> np.ndarray:
+        return self.source.data.X
+
+    @property
+    def model(self) -> Any:
+        return self.source.data.model
+
+    def task(self, shape: Shape, timeout: float) -> Task:
+        """The task ``shape`` keeps (every column; trees and rows cut)."""
+        data = self.source.data
+        model, forest = data.model, data.forest
+        if shape.trees is not None:
+            model = _with_trees(model, shape.trees)
+            forest = forest_from_sklearn(model, [f.name for f in forest.features],
+                                         list(forest.classes))
+        rows = self.rows[list(shape.picks)]
+        return Task(forest, model, data.X_train, data.y_train, rows,
+                    instances_from_values(forest, rows),
+                    random.Random(f"{self.seed}/{self.k}/user").randrange(2 ** 31), timeout,
+                    [f.name for f in forest.features], [self.origins[p] for p in shape.picks])
+
+
+#: A case of ``fuzz --adapter``: generated, or on the user's forest.
+Case = PeerCase | UserCase
+
+
+def make_user_case(source: UserSource, seed: int, k: int) -> UserCase:
+    """Case ``k`` of ``seed`` on the user's forest (module docstring): the data row ``k``-th
+    closest to a vote tie, a data row drawn at random, and the world nearest a tie among
+    :data:`NEIGHBOURS` that move one or two features of the first row to other states."""
+    rng = random.Random(f"{seed}/{k}/peer-user")
+    data, forest = source.data, source.data.forest
+    near = source.near[k % len(source.near)]
+    picked = list(dict.fromkeys((near, source.first[source.instances[
+        rng.randrange(len(data.X))]])))
+    rows = [data.X[i] for i in picked]
+    origins = [data.origins[i] for i in picked]
+    x, best = source.instances[near], None
+    for _ in range(NEIGHBOURS):
+        w = list(x)
+        for f in rng.sample(range(len(w)), min(len(w), rng.randint(1, 2))):
+            w[f] = rng.randrange(forest.features[f].n_states)
+        world = tuple(w)
+        if world not in source.first and (best is None or margin(forest, world) < best[0]):
+            best = (margin(forest, world), world)
+    if best is not None:
+        world = best[1]
+        row = data.X[near].copy()
+        moved = [f for f in range(len(world)) if world[f] != x[f]]
+        for f in moved:
+            row[f] = state_value(forest.features[f], world[f], forest.input_dtype)
+        if instances_from_values(forest, [row]) != [world]:
+            raise AssertionError(f"case {seed}/{k}: raw values that miss their states")
+        rows.append(row)
+        origins.append(RowOrigin(None, f"a world near {data.origins[near].where}, with "
+                                       + ", ".join(forest.features[f].name for f in moved)
+                                       + " moved"))
+    return UserCase(seed, k, source, np.array(rows), origins)
+
+
+def _digest(path: str) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def source_json(data: PeerData) -> dict[str, Any]:
+    """What a repro file keeps of the user's files: their paths and SHA-256 digests, and the
+    target column (its ``peer.case.source``)."""
+    out: dict[str, Any] = {"target": data.head.get("target")}
+    for key in ("model", "data", "forest", "instances"):
+        if key in data.head:
+            out[key] = {"path": os.path.abspath(data.head[key]),
+                        "sha256": _digest(data.head[key])}
+    return out
+
+
+def source_data(source: dict[str, Any]) -> PeerData:
+    """The user's forest and rows again, from a repro file's ``peer.case.source``;
+    InputError when a file is gone or has changed."""
+    from rfcircuits.crosscheck.peers import load_forest_data, load_model_data
+
+    for key in ("model", "data", "forest", "instances"):
+        if key in source:
+            path = source[key]["path"]
+            if not os.path.isfile(path):
+                raise InputError(f"{path}: no such file (the repro file's {key})")
+            if _digest(path) != source[key]["sha256"]:
+                raise InputError(f"{path}: changed since the repro file was written (its "
+                                 "SHA-256 differs); the case cannot be rebuilt")
+    if "model" in source:
+        return load_model_data(source["model"]["path"], source["data"]["path"],
+                               source["target"])
+    return load_forest_data(source["forest"]["path"], source["instances"]["path"],
+                            source["target"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,12 +514,12 @@ Run = tuple[Task, list[Answer], PeerReport]
 Failure = tuple[str, str, str]
 
 
-def run_case(adapter: Any, version: str, case: PeerCase, shape: Shape, timeout: float) -> Run:
+def run_case(adapter: Any, version: str, case: Case, shape: Shape, timeout: float) -> Run:
     """The peer on ``case`` cut to ``shape``, graded."""
     task = build(case, shape, timeout)
     answers = guarded_answers(adapter, task)
     report = grade_answers(task.forest, task.instances, answers, adapter.name, version,
-                           adapter.ties, adapter.promises)
+                           adapter.ties, adapter.promises, task=task)
     return task, answers, report
 
 
@@ -378,7 +533,7 @@ def failures(report: PeerReport) -> list[tuple[Failure, int]]:
     return out
 
 
-def shrink(adapter: Any, version: str, case: PeerCase, run: Run, failure: Failure, row: int,
+def shrink(adapter: Any, version: str, case: Case, run: Run, failure: Failure, row: int,
            timeout: float, seconds: float) -> tuple[Shape, Run]:
     """The smallest cut of ``case`` found on which ``failure`` persists (module docstring),
     and its run; ``run`` is the case's own, which took ``seconds`` and whose ``row`` (from 1)
@@ -399,29 +554,38 @@ def shrink(adapter: Any, version: str, case: PeerCase, run: Run, failure: Failur
 
     if len(shape.picks) > 1:
         attempt(replace(shape, picks=(shape.picks[row - 1],)))
-    while len(shape.columns) > 1 and any(
+    while not isinstance(case, UserCase) and len(shape.columns) > 1 and any(
             attempt(replace(shape, columns=tuple(c for c in shape.columns if c != drop)))
             for drop in shape.columns):
         pass
-    trees = tuple(range(len(run[0].model.estimators_)))
-    while len(trees) > 1 and any(
-            attempt(replace(shape, trees=tuple(t for t in trees if t != drop)))
-            for drop in trees):
-        trees = shape.trees or trees
+    # trees by halves, then quarters... down to one at a time (a user's forest has hundreds)
+    trees = tuple(range(len(getattr(run[0].model, "estimators_", ()))))
+    size = len(trees) // 2
+    while size >= 1:
+        chunks = [trees[i:i + size] for i in range(0, len(trees), size)]
+        if any(attempt(replace(shape, trees=tuple(t for t in trees if t not in chunk)))
+               for chunk in chunks):
+            trees = shape.trees or trees
+            size = min(size, len(trees) // 2)
+        else:
+            size //= 2
     return shape, run
 
 
-def save(out_dir: str, adapter: Any, case: PeerCase, shape: Shape, run: Run,
+def save(out_dir: str, adapter: Any, case: Case, shape: Shape, run: Run,
          original: Task) -> str:
     """Write the repro file of a failing case (module docstring); its path."""
     task, answers, report = run
-    doc = peer_repro(report, task.forest, task.instances, answers)
+    doc = peer_repro(report, task.forest, task.instances, answers, task)
     doc.update(seed=case.seed, case=case.k,
                shrunk_from={"trees": len(original.forest.trees),
                             "features": len(original.forest.features)})
     doc["peer"]["case"] = {"columns": list(shape.columns),
                            "trees": None if shape.trees is None else list(shape.trees),
                            "picks": list(shape.picks), "rows": task.rows.tolist()}
+    if isinstance(case, UserCase):
+        doc["peer"]["case"].update(source=source_json(case.source.data),
+                                   origins=[[o.index, o.where] for o in task.origins])
     name = re.sub(r"[^\w.-]", "_", adapter.name)
     path = os.path.join(out_dir, f"peer-{name}-{case.seed}-{case.k}.json")
     write_json(path, doc)
@@ -438,9 +602,12 @@ class PeerSummary:
     ``failures`` (repro paths), ``rows`` explained, of them ``ties`` (``exact``, ``margin_1``:
     one vote from a tie) and per decided class (``classes``), ``findings`` by kind (broken,
     missing, disputed; ``errors`` and ``timeouts``: rows) and the ``differences`` of
-    definition counted (not errors)."""
+    definition counted (not errors); ``unreachable``: findings that rest only on states no
+    float32 input reaches (not failures). ``source`` names the user's forest (None: random
+    forests)."""
 
     peer: dict[str, str]
+    source: str | None = None
     cases: int = 0
     checks: int = 0
     failures: list[str] = field(default_factory=list)
@@ -450,7 +617,7 @@ class PeerSummary:
     ties: dict[str, int] = field(default_factory=lambda: {"exact": 0, "margin_1": 0})
     classes: dict[str, int] = field(default_factory=dict)
     findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        (*FAILING, "errors", "timeouts"), 0))
+        (*FAILING, "unreachable", "errors", "timeouts"), 0))
     differences: dict[str, int] = field(default_factory=dict)
 
     def count(self, task: Task, report: PeerReport) -> None:
@@ -468,26 +635,31 @@ class PeerSummary:
             for kind, n in tally.differences.items():
                 self.differences[kind] = self.differences.get(kind, 0) + n
         for f in report.findings:
-            if f.kind in FAILING:
+            if f.kind in self.findings:
                 self.findings[f.kind] += 1
         for failure in report.failures:
             self.findings["timeouts" if failure["status"] == "timeout" else "errors"] += 1
 
 
 def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: float = 60.0,
-              progress: bool = True, cases: int | None = None) -> PeerSummary:
+              progress: bool = True, cases: int | None = None,
+              data: PeerData | None = None) -> PeerSummary:
     """Run cases ``0, 1, ...`` of ``seed`` on ``adapter`` for ``seconds`` (or ``cases`` of
-    them, whichever ends first); failing cases land in ``out_dir``. ``timeout``: the seconds
-    the peer may take per row. A signal stops the run; the files saved are whole."""
+    them, whichever ends first): random forests, or the user's forest and rows ``data``;
+    failing cases land in ``out_dir``. ``timeout``: the seconds the peer may take per row. A
+    signal stops the run; the files saved are whole."""
     version = adapter.version()
     output_dir(out_dir)
-    summary = PeerSummary({"name": adapter.name, "version": version})
+    summary = PeerSummary({"name": adapter.name, "version": version},
+                          None if data is None else data.title)
+    source = None if data is None else UserSource(data)
     start = time.monotonic()
     bar = Progress(f"fuzz {adapter.name}", enabled=progress)
     try:
         k = 0
         while time.monotonic() - start < seconds and (cases is None or k < cases):
-            case = make_case(seed, k)
+            case: Case = make_case(seed, k) if source is None else \
+                make_user_case(source, seed, k)
             started = time.monotonic()
             run = run_case(adapter, version, case, full_shape(case), timeout)
             summary.count(run[0], run[2])
@@ -544,25 +716,30 @@ def summary_text(summary: PeerSummary) -> str:
     s, f = summary, summary.findings
     rate = s.cases / max(1e-9, s.seconds)
     lines = [
-        f"fuzz --adapter {s.peer['name']} ({s.peer['version']}): {s.cases} cases "
-        f"({rate:.2f}/s), {s.rows} rows ({s.ties['exact']} exact ties, {s.ties['margin_1']} "
-        f"one vote from a tie; decided " + ", ".join(
-            f"{c} {n}" for c, n in sorted(s.classes.items())) + f"), {s.checks} items graded "
-        f"in {s.seconds:.0f} s" + (" (interrupted)" if s.interrupted else ""),
-        f"findings: {f['broken']} broken promises, {f['missing']} items missing, "
-        f"{f['disputed']} disputes (our bug); the peer failed on {f['errors']} rows and timed "
-        f"out on {f['timeouts']}"]
+        f"fuzz --adapter {s.peer['name']} ({s.peer['version']})"
+        + (f" on {s.source}" if s.source else "") + f": {counted(s.cases, 'case')} "
+        f"({rate:.2f}/s), {counted(s.rows, 'row')} ({counted(s.ties['exact'], 'exact tie')}, "
+        f"{s.ties['margin_1']} one vote from a tie; decided " + ", ".join(
+            f"{c} {n}" for c, n in sorted(s.classes.items())) + f"), "
+        f"{counted(s.checks, 'item')} graded in {s.seconds:.0f} s"
+        + (" (interrupted)" if s.interrupted else ""),
+        f"findings: {counted(f['broken'], *PROMISE_FAILING['broken'])}, "
+        f"{counted(f['missing'], *PROMISE_FAILING['missing'])}, "
+        f"{counted(f['disputed'], *PROMISE_FAILING['disputed'])}"
+        + (f", {counted(f['unreachable'], 'finding')} resting only on states no float32 input "
+           "reaches (not broken promises)" if f["unreachable"] else "")
+        + f"; the peer failed on {counted(f['errors'], 'row')} and timed out on "
+        f"{f['timeouts']}"]
     if s.differences:
         lines.append("differences of definition (not errors): " + "; ".join(
             f"{k} {v}" for k, v in sorted(s.differences.items())))
     if s.failures:
         lines.append("failing cases (repro files):")
         lines.extend(f"  {path}" for path in s.failures)
-    problems = [f"{f[k]} {label}" for k, label in
-                (("broken", "broken promises"), ("missing", "items missing"),
-                 ("disputed", "disputes")) if f[k]]
-    failed = [f"{f[k]} {label}" for k, label in
-              (("errors", "rows the peer crashed on"), ("timeouts", "timeouts")) if f[k]]
+    problems = [counted(f[k], *PROMISE_FAILING[k]) for k in FAILING if f[k]]
+    failed = [counted(f[k], *label) for k, label in
+              (("errors", ("row the peer crashed on", "rows the peer crashed on")),
+               ("timeouts", ("timeout", "timeouts"))) if f[k]]
     lines.append("result: " + ("; ".join(problems) + " (exit 1)" if problems else
                                "every promise kept") + "".join(f"; {t}" for t in failed))
     return "\n".join(lines)

@@ -14,9 +14,14 @@ sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.P
   ``decision``, ``votes`` or ``robustness``. Each comes with its evidence — a world where the
   item holds and the decision differs, or the smaller item that still does — and is
   *confirmed* independently of the SAT oracle by evaluating the trees on every world of the
-  evidence (:func:`confirm`; up to :data:`CONFIRM_WORLDS` worlds; a smaller valid item with
-  more worlds is confirmed by a SAT oracle counting votes with another cardinality encoding,
-  :data:`SECOND_ENCODING`);
+  evidence (:func:`confirm`; up to :data:`CONFIRM_WORLDS` worlds; beyond that by a SAT oracle
+  counting votes with another cardinality encoding, :data:`SECOND_ENCODING`; a verdict with no
+  such check says what would confirm it);
+- **findings that rest only on states no float32 input reaches** (``unreachable``): a broken
+  promise or a missing item that holds only because the peer reads inputs as float64 and cuts
+  at thresholds that no float32 value separates, which scikit-learn's trees never see
+  (:mod:`rfcircuits.crosscheck.unreachable`, for forests imported from the task's model): its
+  reason and the world that shows it, counted apart, not broken promises;
 - **differences of definition**: verdicts of our definitions the peer never promised, counted
   per kind (:data:`DIFFERENCES`), each item once per kind, never called wrong;
 - **claims that fail**: validity of a ``heuristic`` peer's items (Anchors' rules), counted: how
@@ -32,7 +37,9 @@ means what it promises (strictly beating implies winning); a minimality it promi
 fails under ``first`` but holds under ``strict`` is a difference of definition (``ties``).
 
 :attr:`PeerReport.ok` (exit 0) holds when no promise is broken, nothing promised complete is
-missing and we dispute nothing.
+missing and we dispute nothing. Every finding names its row by its place in the data
+(``data_row``, ``where``; the task's :class:`~rfcircuits.crosscheck.adapters.base.RowOrigin`)
+with the raw values the peer was given.
 """
 
 from __future__ import annotations
@@ -50,10 +57,11 @@ from typing import Any
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
 from rfcircuits.terms import Term, term_json, term_text
-from rfcircuits.crosscheck.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.adapters.base import Answer, Promise, RowOrigin, Task
 from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.unreachable import INSTANCE_FIELDS, Float64View, Witness
 from rfcircuits.crosscheck.verify import (HEADER_FIELDS, TERM_FIELDS, ItemResult, Verifier,
-                                          WHAT_OF, _scalar_json, parse_claim)
+                                          WHAT_OF, _scalar_json, counted, parse_claim)
 
 #: The verdict that is each field's validity.
 VALIDITY = {"sufficient_reasons": "sufficient", "general_sufficient_reasons": "valid",
@@ -174,10 +182,15 @@ def confirm(forest: Forest, ties: str, x: Instance, kind: str, term: Term,
 
 @dataclass
 class Finding:
-    """One item of a peer's answer whose verdicts we report: a broken promise, a failing
-    heuristic claim, a missing item, a dispute. ``evidence`` is a world (the item holds, the
-    decision differs) or a smaller item that is still valid; ``confirmed`` says whether
-    enumerating worlds bore it out (None: too many to enumerate)."""
+    """One item of a peer's answer whose verdicts we report: a broken promise, a missing
+    item, a dispute, or one of these that rests only on states no float32 input reaches
+    (``unreachable``, with the ``witness`` world of :mod:`rfcircuits.crosscheck.unreachable`).
+    ``row`` is the row's position among the rows explained (from 1), ``data_row`` its index
+    among the data's rows (from 0; None for a world that is no data row), ``where`` how to
+    find it and ``values`` the raw values the peer was given. ``evidence`` is a world (the item
+    holds, the decision differs) or a smaller item that is still valid; ``confirmed`` says
+    whether an independent check bore it out (``confirmed_by``; None: none could,
+    ``unconfirmed`` then says what would)."""
 
     kind: str
     row: int
@@ -191,9 +204,15 @@ class Finding:
     confirmed: bool | None = None
     note: str = ""
     confirmed_by: str = "evaluating the trees"
+    data_row: int | None = None
+    where: str = ""
+    values: dict[str, float] | None = None
+    witness: Witness | None = None
+    unconfirmed: str = ""
 
     def to_json(self, forest: Forest) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "row": self.row,
+        out: dict[str, Any] = {"kind": self.kind, "row": self.row, "data_row": self.data_row,
+                               "where": self.where, "values": self.values,
                                "instance": instance_to_json(forest, self.instance),
                                "field": self.field, "promise": self.promise,
                                "item": term_json(forest, self.item)
@@ -209,16 +228,33 @@ class Finding:
         out["confirmed"] = self.confirmed
         if self.confirmed is not None:
             out["confirmed_by"] = self.confirmed_by
+        elif self.unconfirmed:
+            out["to_confirm"] = self.unconfirmed
+        if self.witness is not None:
+            out["reason"] = self.witness.reason()
+            out["float64"] = self.witness.to_json()
         if self.note:
             out["note"] = self.note
         return out
+
+    def place(self) -> str:
+        """The row in words: its data row and where it is, then its position."""
+        if self.data_row is None:
+            return f"row {self.row}" + (f" ({self.where})" if self.where else "")
+        return f"data row {self.data_row} ({self.where}; row {self.row} explained)" \
+            if self.where else f"data row {self.data_row} (row {self.row} explained)"
 
     def text(self, forest: Forest) -> str:
         item = term_text(forest, self.item, " ∧ " if self.field in TERM_FIELDS else " ∨ ") \
             if isinstance(self.item, tuple) else json.dumps(self.item)
         target = f" (target {forest.classes[self.target]})" if self.target is not None else ""
-        lines = [f"  row {self.row}: {self.field}{target} {item} — {self.promise} fails"
+        fails = "fails on float32 inputs, holds only through states no float32 input " \
+            "reaches" if self.kind == "unreachable" else "fails"
+        lines = [f"  {self.place()}: {self.field}{target} {item} — {self.promise} {fails}"
                  + (f" ({self.note})" if self.note else "")]
+        if self.values is not None:
+            lines.append("    values: " + ", ".join(f"{k} {v!r}" for k, v in
+                                                    self.values.items()))
         if self.evidence_world is not None:
             world = ", ".join(f"{k}: {v}" for k, v in
                               instance_to_json(forest, self.evidence_world).items())
@@ -228,12 +264,14 @@ class Finding:
         if self.evidence_item is not None:
             lines.append("    still valid with less: "
                          + term_text(forest, self.evidence_item, " ∧ "))
-        if self.kind == "broken" and (self.confirmed is not None
-                                      or isinstance(self.item, tuple)):
+        if self.kind in ("broken", "unreachable") and self.promise != "completeness" and (
+                self.confirmed is not None or isinstance(self.item, tuple)):
             lines.append(f"    confirmed by {self.confirmed_by}" if self.confirmed
-                         else "    not confirmed: " + ("too many worlds to enumerate"
-                                                        if self.confirmed is None else
-                                                        "the worlds contradict the oracle"))
+                         else "    not confirmed: " + (self.unconfirmed or (
+                             "the independent check contradicts the oracle"
+                             if self.confirmed is False else "no independent check")))
+        if self.witness is not None:
+            lines.append(self.witness.text())
         return "\n".join(lines)
 
 
@@ -248,6 +286,7 @@ class FieldTally:
     claims_failing: int = 0
     unknown: int = 0
     missing: int = 0
+    unreachable: int = 0
     differences: Counter[str] = field(default_factory=Counter)
     completeness: str = "not promised"
 
@@ -256,8 +295,14 @@ class FieldTally:
                             "minimal": self.promise.minimal, "answers": self.promise.answers},
                 "items": self.items, "holds": self.holds, "broken": self.broken,
                 "claims_failing": self.claims_failing, "unknown": self.unknown,
-                "missing": self.missing, "differences": dict(self.differences),
-                "completeness": self.completeness}
+                "missing": self.missing, "unreachable": self.unreachable,
+                "differences": dict(self.differences), "completeness": self.completeness}
+
+
+#: The kinds of findings that fail a report, with their names (one, many).
+FAILING = {"broken": ("broken promise", "broken promises"),
+           "missing": ("item missing", "items missing"),
+           "disputed": ("dispute (our bug)", "disputes (our bug)")}
 
 
 @dataclass
@@ -284,8 +329,9 @@ class PeerReport:
 
     @property
     def ok(self) -> bool:
-        """No broken promise, nothing promised complete missing, no dispute (exit 0)."""
-        return not any(f.kind in ("broken", "missing", "disputed") for f in self.findings)
+        """No broken promise, nothing promised complete missing, no dispute (exit 0); findings
+        that rest only on unreachable states do not count."""
+        return not any(f.kind in FAILING for f in self.findings)
 
     def tally(self, name: str) -> FieldTally:
         if name not in self.fields:
@@ -294,15 +340,37 @@ class PeerReport:
                                            if promise.answers == "one" else "not checked")
         return self.fields[name]
 
+    def notes(self) -> list[str]:
+        """What the result must say so that it is not misread: how many claims of a heuristic
+        field hold formally (a figure, not broken promises), and how many findings rest only
+        on states no float32 input reaches."""
+        out = []
+        for name, t in self.fields.items():
+            if t.promise.guarantee == "heuristic" and t.items:
+                k = t.claims_failing
+                out.append(f"{self.peer} promises nothing formal ({name}): " + (
+                    f"{k} of its {counted(t.items, 'claim')} {'is' if k == 1 else 'are'} not "
+                    "formally true (not broken promises)" if k else
+                    f"its {counted(t.items, 'claim')} {'holds' if t.items == 1 else 'all hold'}"
+                    " formally"))
+        u = sum(f.kind == "unreachable" for f in self.findings)
+        if u:
+            out.append(f"{counted(u, 'finding')} {'rests' if u == 1 else 'rest'} only on states "
+                       "no float32 input reaches (not broken promises: the peer's answer holds "
+                       "when inputs are read as float64, as it reads them, and scikit-learn "
+                       "reads them as float32)")
+        return out
+
     def result(self) -> str:
         kinds = Counter(f.kind for f in self.findings)
-        parts = [f"{kinds[k]} {label}" for k, label in
-                 (("broken", "broken promises"), ("missing", "items missing"),
-                  ("disputed", "disputes (our bug)")) if kinds[k]]
-        failures = sum(self.answers[s] for s in ("error", "timeout"))
+        parts = [counted(kinds[k], *names) for k, names in FAILING.items() if kinds[k]]
         text = "; ".join(parts) if parts else "every promise kept"
+        notes = self.notes()
+        if notes:
+            text += " — " + "; ".join(notes)
+        failures = sum(self.answers[s] for s in ("error", "timeout"))
         if failures:
-            text += f"; the peer failed on {failures} of {self.rows} rows"
+            text += f"; the peer failed on {failures} of {counted(self.rows, 'row')}"
         for state in ("not promised", "not checked"):
             names = [n for n, t in self.fields.items() if t.completeness == state]
             if names and not parts:
@@ -323,33 +391,44 @@ class PeerReport:
                             "ours_total": round(sum(self.our_seconds), 3)}}
 
     def text(self) -> str:
-        out = [f"{self.peer} {self.version}: {self.rows} rows; answers "
+        out = [f"{self.peer} {self.version}: {counted(self.rows, 'row')}; answers "
                + ", ".join(f"{k} {v}" for k, v in sorted(self.answers.items()))
                + f"; ties {self.ties}"]
         for name, t in self.fields.items():
             p = t.promise
             minimal = {"none": "no minimality", "prime": "prime"}.get(
                 p.minimal, f"minimal over {p.minimal}")
+            lacked = sum(f.kind == "unreachable" and f.field == name
+                         and f.promise == "completeness" for f in self.findings)
+            listed = t.unreachable - lacked
             out.append(f"{name} (promises: {p.guarantee}, {minimal}, "
                        f"{p.answers} answer{'s' if p.answers == 'all' else ''}): "
-                       f"{t.items} items, {t.holds} keep every promise"
-                       + (f", {t.broken} break one" if t.broken else "")
-                       + (f", {t.claims_failing} claims not formally true"
+                       f"{counted(t.items, 'item')}, {t.holds} "
+                       f"keep{'s' if t.holds == 1 else ''} every promise"
+                       + (f", {t.broken} break{'s' if t.broken == 1 else ''} one"
+                          if t.broken else "")
+                       + (f", {listed} fail{'s' if listed == 1 else ''} only on unreachable "
+                          "states" if listed else "")
+                       + (f", {counted(t.claims_failing, 'claim')} not formally true"
                           if t.claims_failing else "")
                        + (f", {t.unknown} unknown" if t.unknown else ""))
             if t.differences:
                 out.append("  differences of definition (not errors): " + "; ".join(
                     f"{k} {v}" for k, v in sorted(t.differences.items())))
             out.append(f"  completeness: {t.completeness}"
-                       + (f", {t.missing} missing" if t.missing else ""))
+                       + (f", {t.missing} missing" if t.missing else "")
+                       + (f", {lacked} missing only on unreachable states" if lacked else ""))
         for kind, title in (("broken", "broken promises"), ("missing", "missing items"),
-                            ("disputed", "disputes between our engine and the oracle")):
+                            ("disputed", "disputes between our engine and the oracle"),
+                            ("unreachable", "findings that rest only on states no float32 "
+                                            "input reaches (not broken promises)")):
             chosen = [f for f in self.findings if f.kind == kind]
             if chosen:
                 out.append(f"{title}:")
                 out.extend(f.text(self.forest) for f in chosen)
         for failure in self.failures:
-            where = f" on row {failure['row']}" if failure["row"] is not None else ""
+            where = f" on {failure['where']}" if failure.get("where") else \
+                f" on row {failure['row']}" if failure["row"] is not None else ""
             what = "no answer" if failure["status"] == "none" else f"peer {failure['status']}"
             out.append(f"{what}{where}: {failure['error']}")
         out.append(f"time per row answered (median): peer {_median(self.peer_seconds)} s, "
@@ -368,14 +447,20 @@ def _median(values: Sequence[float]) -> float | None:
 
 class PromiseGrader:
     """Grades a peer's answers for one forest (the oracle and the native engine are built
-    once): :meth:`grade` per answer, or :func:`grade_answers` for a whole run."""
+    once): :meth:`grade` per answer, or :func:`grade_answers` for a whole run. With the
+    ``task`` the answers are for, findings name the rows as the task's ``origins`` do, with
+    the raw values the peer was given, and findings on a forest imported from ``task.model``
+    are graded again where they may rest on states no float32 input reaches
+    (:class:`~rfcircuits.crosscheck.unreachable.Float64View`)."""
 
     def __init__(self, forest: Forest, peer: str, version: str, ties: str,
-                 promises: Mapping[str, Promise], max_nodes: int | None = None) -> None:
+                 promises: Mapping[str, Promise], max_nodes: int | None = None,
+                 task: Task | None = None) -> None:
         self.forest = forest
         self.ties = ties
         self.verify_ties = "all" if ties == "all" else "first"
         self.promises = dict(promises)
+        self.task = task
         oracle_only = [n for n, p in promises.items() if p.answers == "one" and n in WHAT_OF]
         pair = ("sufficient_reasons", "necessary_reasons")
         if all(n in promises and promises[n].answers == "all" for n in pair):
@@ -386,14 +471,20 @@ class PromiseGrader:
         self.verifier = Verifier(forest, self.verify_ties, oracle_only=oracle_only,
                                  max_nodes=max_nodes)
         self._strict: SatOracle | None = None
+        self._second: SatOracle | None = None
+        self._view: Float64View | None | bool = False  # False: not built yet
         self.report = PeerReport(forest, peer, version, ties, self.promises)
+        self._row: dict[str, Any] = {}
         for name in promises:
             self.report.tally(name)
 
     def close(self) -> None:
         self.verifier.close()
-        if self._strict is not None:
-            self._strict.close()
+        for oracle in (self._strict, self._second):
+            if oracle is not None:
+                oracle.close()
+        if isinstance(self._view, Float64View):
+            self._view.close()
 
     def __enter__(self) -> PromiseGrader:
         return self
@@ -407,6 +498,27 @@ class PromiseGrader:
             self._strict = SatOracle(self.forest, "strict")
         return self._strict
 
+    @property
+    def second(self) -> SatOracle:
+        """The SAT oracle with other vote counters (:data:`SECOND_ENCODING`), which confirms
+        what has too many worlds to enumerate."""
+        if self._second is None:
+            self._second = SatOracle(self.forest, self.verify_ties, SECOND_ENCODING)
+        return self._second
+
+    @property
+    def view(self) -> Float64View | None:
+        """The forest as a float64 reader sees it, when the task's model has states no
+        float32 input reaches (built at the first finding that needs it)."""
+        if self._view is False:
+            model = None if self.task is None else self.task.model
+            self._view = Float64View.of(self.forest, model, self.verify_ties)
+        return self._view or None
+
+    def _finding(self, *args: Any, **kwargs: Any) -> Finding:
+        """A finding on the row being graded."""
+        return Finding(*args, **kwargs, **self._row)
+
     def grade(self, answer: Answer, x: Instance) -> None:
         """Grade one answer for the row whose instance (our states of it) is ``x``."""
         report = self.report
@@ -415,8 +527,9 @@ class PromiseGrader:
         if answer.status in ("ok", "none"):  # the time of a failure is the limit, or unknown
             report.peer_seconds.append(answer.seconds)
         row = answer.index + 1
+        self._row = row_origin(self.task, answer.index)
         if answer.status in ("error", "timeout") or answer.status == "none" and answer.error:
-            report.failures.append({"row": row, "status": answer.status, "error": answer.error})
+            report.failures.append(self._failure(row, answer.status, answer.error))
             return
         if answer.status != "ok" or answer.record is None:
             return
@@ -428,23 +541,23 @@ class PromiseGrader:
                                 self.verify_ties, x)
         except InputError as exc:
             report.answers["unreadable"] += 1
-            report.failures.append({"row": row, "status": "unreadable", "error": str(exc)})
+            report.failures.append(self._failure(row, "unreadable", str(exc)))
             return
         line = self.verifier.grade(claim, [row])
         for fr in line.fields:
             if fr.items is None:
                 if fr.status != "ok" and fr.field != "contrastive":
                     # votes, decision and classes are the trees' own count: confirmed
-                    report.findings.append(Finding(
+                    report.findings.append(self._finding(
                         "disputed" if fr.status == "disputed" else "broken", row,
                         claim.instance, fr.field, _scalar_json(self.forest, fr.field, fr.value),
                         "the correct value", note=fr.note or
                         f"the forest's is {_scalar_json(self.forest, fr.field, fr.truth)}",
                         confirmed=True if fr.field in HEADER_FIELDS else None))
                 elif fr.status != "ok":
-                    report.findings.append(Finding("broken", row, claim.instance, fr.field,
-                                                   None, "targets a class it is not in",
-                                                   target=fr.target, note=fr.note))
+                    report.findings.append(self._finding(
+                        "broken", row, claim.instance, fr.field, None,
+                        "targets a class it is not in", target=fr.target, note=fr.note))
                 continue
             tally = report.tally(fr.field)
             tally.completeness = fr.completeness if tally.promise.answers == "all" \
@@ -453,31 +566,41 @@ class PromiseGrader:
                 self._item(tally, fr.field, claim.instance, item, fr.target, row)
         report.our_seconds.append(time.perf_counter() - start)
 
+    def _failure(self, row: int, status: str, error: str) -> dict[str, Any]:
+        """A peer failure on the row being graded, named as findings name it."""
+        return {"row": row, "data_row": self._row["data_row"], "where": self._row["where"],
+                "status": status, "error": error}
+
     def _item(self, tally: FieldTally, name: str, x: Instance, item: ItemResult,
               target: int | None, row: int) -> None:
         report = self.report
         promise = tally.promise
         if item.status == "disputed":
-            report.findings.append(Finding("disputed", row, x, name, item.item, "agreement",
-                                           target, note=item.note))
+            report.findings.append(self._finding("disputed", row, x, name, item.item,
+                                                 "agreement", target, note=item.note))
             return
         if not item.listed:
             if promise.answers == "all":
-                tally.missing += 1
-                report.findings.append(Finding("missing", row, x, name, item.item,
-                                               "completeness", target, note=item.note))
+                finding = self._finding("missing", row, x, name, item.item, "completeness",
+                                        target, note=item.note)
+                if self._unreachable(finding):
+                    tally.unreachable += 1
+                else:
+                    tally.missing += 1
+                report.findings.append(finding)
             return
         tally.items += 1
         outcome, differences = self._judge(tally, name, x, item, target, row)
-        report.items.append({"row": row, "field": name, "target": None if target is None
-                             else self.forest.classes[target],
+        report.items.append({"row": row, "data_row": self._row["data_row"], "field": name,
+                             "target": None if target is None else self.forest.classes[target],
                              "item": term_json(self.forest, item.item), "outcome": outcome,
                              "differences": differences})
 
     def _judge(self, tally: FieldTally, name: str, x: Instance, item: ItemResult,
                target: int | None, row: int) -> tuple[str, list[str]]:
         """Sort one listed item's verdicts by the promise (module docstring): its outcome
-        (``keeps``, ``broken``, ``claim fails``, ``unknown``) and its differences of
+        (``keeps``, ``broken``, ``unreachable``, ``claim fails``,
+        ``unknown``) and its differences of
         definition, counted in ``tally``."""
         promise = tally.promise
         verdict = dict(item.verdict)
@@ -491,8 +614,8 @@ class PromiseGrader:
             if promise.guarantee == "heuristic":
                 tally.claims_failing += 1
                 return "claim fails", []
-            self._broken(tally, name, x, item.item, validity, target, row, item.evidence)
-            return "broken", []
+            return self._broken(tally, name, x, item.item, validity, target, row,
+                                item.evidence, note=item.note), []
         failed = {k for k, v in verdict.items() if v is False}
         differences = []
         if minimal in failed and self.ties == "strict" and name in TERM_FIELDS \
@@ -506,9 +629,9 @@ class PromiseGrader:
             elif minimal != "conditions":
                 smaller = None
             world = item.evidence if name not in TERM_FIELDS else None
-            self._broken(tally, name, x, item.item, minimal, target, row, world, smaller,
-                         f"{dropped} can be dropped" if minimal == "conditions" else "")
-            return "broken", differences
+            return self._broken(tally, name, x, item.item, minimal, target, row, world,
+                                smaller, f"{dropped} can be dropped"
+                                if minimal == "conditions" else ""), differences
         if verdict[validity] is None or minimal is not None and verdict.get(minimal) is None:
             tally.unknown += 1
             outcome = "unknown"
@@ -539,10 +662,11 @@ class PromiseGrader:
 
     def _broken(self, tally: FieldTally, name: str, x: Instance, term: Term, promise: str,
                 target: int | None, row: int, world: Instance | None,
-                smaller: Term | None = None, note: str = "") -> None:
-        tally.broken += 1
-        finding = Finding("broken", row, x, name, term, promise, target, world, smaller,
-                          note=note)
+                smaller: Term | None = None, note: str = "") -> str:
+        """Report a broken promise, confirmed independently of the grading oracle where it
+        can be, or as resting only on unreachable states; the item's outcome."""
+        finding = self._finding("broken", row, x, name, term, promise, target, world, smaller,
+                                note=note)
         decided = self.forest.decision(x)
         if world is not None and name in TERM_FIELDS:
             finding.confirmed = term_holds(term, world) and not _wins(
@@ -556,16 +680,47 @@ class PromiseGrader:
             finding.confirmed = confirm(self.forest, self.verify_ties, x, "implies", smaller,
                                         decided)
             if finding.confirmed is None:  # too many worlds: another CNF of the vote counts
-                with SatOracle(self.forest, self.verify_ties, SECOND_ENCODING) as second:
-                    finding.confirmed = second.check_sr(x, smaller)["sufficient"]
+                finding.confirmed = self.second.check_sr(x, smaller)["sufficient"]
                 finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
+        elif name in INSTANCE_FIELDS and any(mask != 1 << x[f] for f, mask in term):
+            finding.confirmed = True  # its form, whatever the worlds: not instance literals
+            finding.confirmed_by = "its literals (not all of the instance's states)"
         elif name in TERM_FIELDS and promise == VALIDITY[name]:
             finding.confirmed = confirm(self.forest, self.verify_ties, x, "escapes", term,
                                         decided)
+            if finding.confirmed is None:
+                finding.confirmed = not self.second.check_sr(x, term)["sufficient"]
+                finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
         elif promise == VALIDITY[name] and name in ("necessary_reasons", "contrastive"):
             finding.confirmed = self._confirm_stuck(x, term, target)
+            if finding.confirmed is None:
+                check = self.second.check_nr(x, term)["necessary"] if target is None \
+                    else self.second.reaches(x, target, term)
+                finding.confirmed = not check
+                finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
+        else:
+            finding.unconfirmed = ("no independent check of this verdict: `rfcircuits "
+                                   "crosscheck --replay` on the repro file compares our answer "
+                                   "for this instance with the brute-force and BDD oracles")
         self.report.findings.append(finding)
+        if self._unreachable(finding):
+            tally.unreachable += 1
+            return "unreachable"
+        tally.broken += 1
+        return "broken"
 
+    def _unreachable(self, finding: Finding) -> bool:
+        """Whether the finding rests only on states no float32 input reaches; if so it becomes
+        of that kind, with its witness."""
+        view = self.view
+        if view is None:
+            return False
+        witness = view.witness(finding.field, finding.promise, finding.instance, finding.item,
+                               finding.target, finding.evidence_item)
+        if witness is None:
+            return False
+        finding.kind, finding.witness = "unreachable", witness
+        return True
 
     def _confirm_stuck(self, x: Instance, clause: Term, target: int | None) -> bool | None:
         """That no world changing only the clause's features leaves x's class (``target``
@@ -581,16 +736,28 @@ class PromiseGrader:
         return True
 
 
+def row_origin(task: Task | None, index: int) -> dict[str, Any]:
+    """How reports name row ``index`` (from 0) of ``task``: ``data_row``, ``where`` (its
+    :class:`~rfcircuits.crosscheck.adapters.base.RowOrigin`) and the raw ``values`` the peer
+    was given, by feature (None each without a task, or one without origins)."""
+    if task is None or task.rows is None or not 0 <= index < len(task.rows):
+        return {"data_row": None, "where": "", "values": None}
+    origin = task.origins[index] if index < len(task.origins) else RowOrigin(None, "")
+    values = dict(zip(task.feature_names, (float(v) for v in task.rows[index]))) \
+        if len(task.rows[index]) == len(task.feature_names) else None
+    return {"data_row": origin.index, "where": origin.where, "values": values}
+
+
 def term_holds(term: Term, world: Instance) -> bool:
     return all(m >> world[f] & 1 for f, m in term)
 
 
 def grade_answers(forest: Forest, instances: Sequence[Instance], answers: Iterable[Answer],
                   peer: str, version: str, ties: str, promises: Mapping[str, Promise],
-                  max_nodes: int | None = None) -> PeerReport:
-    """Grade a peer's answers (``answers[k].index`` indexes ``instances``)."""
-    with PromiseGrader(forest, peer, version, ties, promises, max_nodes) as grader:
+                  max_nodes: int | None = None, task: Task | None = None) -> PeerReport:
+    """Grade a peer's answers (``answers[k].index`` indexes ``instances``); ``task``, the
+    task they answer, names the rows in findings (:class:`PromiseGrader`)."""
+    with PromiseGrader(forest, peer, version, ties, promises, max_nodes, task) as grader:
         for answer in answers:
             grader.grade(answer, instances[answer.index])
         return grader.report
-

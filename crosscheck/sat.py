@@ -556,6 +556,16 @@ class SatOracle:
         x = self._check_instance(x)
         return self._check_freer(x, clause, self._class_var(t), minimal=False)[0]
 
+    def freeing_world(self, x: Sequence[int], features: Iterable[int],
+                      target: int | None = None) -> Instance | None:
+        """A world that differs from ``x`` only on ``features`` and leaves Δ (``target``
+        None) or is in ``R^target``: the witness of a necessary reason or of a contrastive
+        explanation that reaches; None when there is none."""
+        x = self._check_instance(x)
+        goal = self._not_delta(x) if target is None else self._class_var(target)
+        model = self._freeing(x, features, goal)
+        return None if model is None else self._states(model)
+
     def _widen(self, x: Sequence[int], term: Term) -> Term:
         """``τ'``: every literal widened by the instance's state (full literals dropped).
 

@@ -354,7 +354,8 @@ def parse_claims(forest: Forest, instances: Sequence[Instance], rows: Sequence[t
     by = "instance" if given else "order"
     if by == "order" and len(rows) > len(instances):
         raise InputError(f"{source}, line {rows[len(instances)][0]}: lines are matched by order "
-                         f"(no 'instance' field) and there are only {len(instances)} instances")
+                         f"(no 'instance' field) and there are only "
+                         f"{counted(len(instances), 'instance')}")
     claims = [parse_claim(forest, obj, n, source, ties, None if by == "instance" else instances[k])
               for k, (n, obj) in enumerate(rows)]
     return claims, by
@@ -362,6 +363,11 @@ def parse_claims(forest: Forest, instances: Sequence[Instance], rows: Sequence[t
 
 # ---------------------------------------------------------------------------------------------
 # Results.
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun in the number it takes (``1 item``, ``2 items``), for reports."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _verdict_text(verdict: dict[str, bool | None]) -> str:
@@ -590,8 +596,8 @@ class VerifyReport:
         """The readable report: per line, per field, per item, then the summary."""
         forest = self.forest
         how = "their 'instance' field" if self.matched_by == "instance" else "line order"
-        out = [f"verify {self.source} (ties {self.ties}): {len(self.lines)} lines, matched to "
-               f"instances by {how}"]
+        out = [f"verify {self.source} (ties {self.ties}): {counted(len(self.lines), 'line')}, "
+               f"matched to instances by {how}"]
         for r in self.lines:
             where = (", ".join(f"#{p}" for p in r.positions) if r.positions
                      else "not in the instances file")
@@ -723,7 +729,7 @@ class Verifier:
         if name == "sufficient_reasons":
             # check_sr decides implication for any term; an SR must also use x's states only.
             if foreign:
-                return {"sufficient": False, "minimal": False}, note
+                return {"sufficient": False, "minimal": False}, note + self._gsr_hint(x, item)
             return dict(sat.check_sr(x, item)), note
         if name == "necessary_reasons":
             return dict(sat.check_nr(x, item)), note
@@ -744,6 +750,23 @@ class Verifier:
         if name == "shortest_flips":
             return dict(sat.check_flip(x, item, robustness)), note
         return dict(sat.check_gnr(x, item)), note
+
+    def _gsr_hint(self, x: Instance, term: Term) -> str:
+        """For a term listed as a sufficient reason whose literals hold more than the
+        instance's states: where it belongs when it is a general sufficient reason, or a
+        valid general term ('' when a literal misses the instance's state or it is not valid;
+        then it is no explanation of x at all)."""
+        if not all(mask >> x[f] & 1 for f, mask in term):
+            return ""
+        verdict = self.sat.check_gsr(x, term)
+        if all(verdict.values()):
+            return ("; it is one of the instance's general sufficient reasons: list it under "
+                    "general_sufficient_reasons")
+        if verdict["valid"]:
+            return ("; it implies the decision as a general term (not one of the instance's "
+                    "general sufficient reasons: it is not prime or not minimal over features); "
+                    "general_sufficient_reasons grades such terms")
+        return ""
 
     def _items(self, name: str, x: Instance, listed: Iterable[Term],
                ours: Iterable[Term] | None, target: int | None = None) -> list[ItemResult]:

@@ -22,7 +22,7 @@ from rfcircuits.cli.main import build_parser, main
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import WHAT_FIELDS
-from rfcircuits.forest import FOREST_FORMAT, TIES
+from rfcircuits.forest import FOREST_FORMAT, TIES, Branching, Feature, Forest, Leaf, Tree
 from rfcircuits.formats import SCHEMAS, schema, validator
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -182,7 +182,7 @@ def test_the_complete_examples_of_the_format_guide_validate():
                  "Literals, terms and clauses": "terms", "Circuit files": "circuit",
                  "Explanations": "explanation", "Compile summary": "compile-summary",
                  "Fuzz summary": "fuzz-summary", "Crosscheck units": "crosscheck-units",
-                 "Saved circuits": "circuits"}
+                 "Saved circuits": "circuits", "Peer reports": "peer-report"}
     text = (FIXTURES.parent / "docs" / "formats.md").read_text(encoding="utf-8")
     section, checked = "", set()
     for k, part in enumerate(text.split("```")):
@@ -253,6 +253,18 @@ def test_import_writes_a_forest(tmp_path, capsys):
     doc = json.loads((tmp_path / "m.forest.json").read_text())
     assert_valid("forest", doc, "import --out")
     assert (doc["classes"], doc["input_dtype"], len(doc["trees"])) == (["0", "1"], "float32", 3)
+
+
+def test_a_forest_with_runs_of_states_validates():
+    # a branch on 40 states of a 50-state feature is written as the run [first, last]
+    forest = Forest((Feature.numeric("x", [k + 0.5 for k in range(49)]),), ("a", "b"),
+                    (Tree((Branching(0, ((2 ** 40 - 1, 1), (2 ** 50 - 2 ** 40, 2))),
+                           Leaf(0), Leaf(1))),))
+    doc = forest.to_json()
+    assert doc["trees"][0]["nodes"][0]["branches"][0][0] == [[0, 39]]
+    assert_valid("forest", doc, "a forest with runs")
+    assert problems("forest", {**doc, "trees": [{"nodes": [  # a run is two indices
+        {"feature": "x", "branches": [[[[0]], 1], [[1], 2]]}, {"class": "a"}, {"class": "b"}]}]})
 
 
 @pytest.mark.parametrize("form", ["nnf", "dg-conj", "dg"])

@@ -172,7 +172,7 @@ def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monk
                  "--json", "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert validator("fuzz-summary").is_valid(summary)
-    assert summary["findings"] == {"broken": 0, "missing": 0, "disputed": 0,
+    assert summary["findings"] == {"broken": 0, "missing": 0, "disputed": 0, "unreachable": 0,
                                    "errors": summary["rows"], "timeouts": 0}
     doc = json.loads(Path(summary["failures"][0]).read_text())
     assert "RuntimeError: planted crash" in doc["disagreements"][0]["counterexample"]

@@ -254,3 +254,65 @@ def test_beyond_enumeration_a_smaller_item_is_confirmed_by_another_encoding(monk
             assert f.to_json(task.forest)["confirmed_by"] == f.confirmed_by
             found += 1
     assert found > 3
+
+
+class StuckNRs:
+    """Claims, as a necessary reason, the features outside the instance's first SR: fixing
+    that SR keeps the decision, so changing only them never leaves it."""
+
+    name = "stuck"
+    ties = "first"
+    promises = {"necessary_reasons": Promise("formal", "none", "one")}
+
+    def version(self) -> str:
+        return "test"
+
+    def explain(self, task: Task) -> Iterator[Answer]:
+        explainer = Explainer(task.forest, "first")
+        for i, x in enumerate(task.instances):
+            sr = dict(explainer.explain_states(x, ("sr",)).sufficient_reasons[0])
+            rest = tuple((f, 1 << x[f]) for f in range(len(x)) if f not in sr)
+            yield Answer(i, "ok", {"necessary_reasons": [term_json(task.forest, rest)]
+                                   if rest else []})
+
+
+def test_beyond_enumeration_a_stuck_clause_is_confirmed_by_another_encoding(monkeypatch):
+    import rfcircuits.crosscheck.promises as promises
+
+    monkeypatch.setattr(promises, "CONFIRM_WORLDS", 0)  # every evidence too big to enumerate
+    found = 0
+    for seed in range(10):
+        task = _task(seed)
+        report = _grade(StuckNRs(), task)
+        for f in report.broken:
+            assert (f.field, f.promise) == ("necessary_reasons", "necessary")
+            assert f.confirmed and "sortnetwrk" in f.confirmed_by
+            free = dict(f.item)  # by enumeration: no change of those features leaves x's class
+            worlds = product(*([s for s in range(g.n_states)] if k in free else [f.instance[k]]
+                               for k, g in enumerate(task.forest.features)))
+            c = task.forest.decision(f.instance)
+            assert all(task.forest.decision(w) == c for w in worlds)
+            found += 1
+        assert "not confirmed" not in report.text()
+    assert found > 3
+
+
+def test_a_general_term_under_sufficient_reasons_is_broken_by_its_form_and_says_where_it_goes():
+    found = 0
+    for seed in range(20):
+        task = _task(seed)
+        explainer = Explainer(task.forest, "first")
+        answers = []
+        for i, x in enumerate(task.instances):
+            gsrs = [t for t in explainer.explain_states(x, ("gsr",)).general_sufficient_reasons
+                    if any(m != 1 << x[f] for f, m in t)]
+            answers.append(Answer(i, "ok", {"sufficient_reasons":
+                                            [term_json(task.forest, t) for t in gsrs[:1]]}))
+        report = grade_answers(task.forest, task.instances, answers, "p", "1", "first",
+                               {"sufficient_reasons": Promise("formal", "none", "one")})
+        for f in report.broken:
+            assert f.promise == "sufficient" and f.confirmed
+            assert f.confirmed_by == "its literals (not all of the instance's states)"
+            assert "list it under general_sufficient_reasons" in f.note
+            found += 1
+    assert found > 3

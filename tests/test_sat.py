@@ -536,6 +536,31 @@ def test_strict_membership_is_a_strict_majority_on_every_world():
         SatOracle(ex.forest(ex.SUSAN_FOREST), "strictest")
 
 
+@pytest.mark.parametrize("ties", ["first", "all"])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=forest_and_instance(LIMITS))
+def test_freeing_worlds_change_only_their_features_and_reach_the_goal(ties, case):
+    """A world that leaves Δ (or reaches a class) changing only some features exists exactly
+    when enumeration finds one, and the one returned does, by the trees' votes."""
+    forest, x = case
+    n = len(forest.features)
+    worlds = _worlds(forest)
+    d = forest.decision(x)
+    with SatOracle(forest, ties) as oracle:
+        for v in range(1 << n):
+            features = {f for f in range(n) if v >> f & 1}
+            for target in (None, *range(len(forest.classes))):
+                def goal(w):
+                    return not _in_class(forest, w, d, ties) if target is None \
+                        else _in_class(forest, w, target, ties)
+
+                found = [w for w in worlds if goal(w)
+                         and all(w[f] == x[f] for f in range(n) if f not in features)]
+                w = oracle.freeing_world(x, features, target)
+                assert (w is None) == (not found)
+                assert w is None or w in found
+
+
 @pytest.mark.parametrize("ties", ["first", "all", "strict"])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=forest_and_instance(LIMITS), seed=st.integers(0, 2**16))

@@ -293,6 +293,35 @@ def test_literal_forms_are_all_accepted(answered):
     assert intervals > 20
 
 
+def test_a_general_term_listed_as_a_sufficient_reason_points_to_its_field(answered):
+    # graded as what it is listed as (not an SR: its literals hold more than x's states),
+    # with a pointer when it is a GSR (the native engine's list says which) or a valid term
+    hinted = {"gsr": 0, "valid": 0}
+    for name, f, xs, ties, lines in answered:
+        for x, line in zip(xs, lines):
+            wide = [t for t in line["general_sufficient_reasons"]
+                    if any(len(lit["states"]) > 1 for lit in t)]
+            if not wide:
+                continue
+            longer = [lit for lit in wide[0]] + [
+                {"feature": g.name, "states": [g.states[x[k]]]} for k, g in
+                enumerate(f.features) if g.name not in {lit["feature"] for lit in wide[0]}][:1]
+            for term, kind in ((wide[0], "gsr"), (longer, "valid")):
+                if kind == "valid" and len(longer) == len(wide[0]):
+                    continue
+                claim = {"instance": line["instance"], "sufficient_reasons": [term]}
+                report = verify(f, xs, _rows([claim]), ties, name)
+                (item,) = [i for i in report.lines[0].fields[0].items if i.listed]
+                assert item.status == "wrong" and item.verdict == {"sufficient": False,
+                                                                   "minimal": False}
+                hint = "list it under general_sufficient_reasons" if kind == "gsr" else \
+                    "it implies the decision as a general term (not one of the instance's"
+                assert hint in item.note, (name, kind, item.note)
+                hinted[kind] += 1
+                assert hint in report.text()
+    assert hinted["gsr"] > 3 and hinted["valid"] > 3
+
+
 def test_raw_numbers_match_instances(answered):
     name, f, xs, ties, lines = next(c for c in answered if c[0] == "numeric")
     raw = copy.deepcopy(lines)

@@ -62,6 +62,29 @@ def backend(args: argparse.Namespace) -> str | None:
     return args.dask
 
 
+def add_peer_source(p: argparse.ArgumentParser, fuzz: bool = False) -> None:
+    """The user's forest for a peer: ``--model M --data D`` or ``--forest F --instances I``,
+    and ``--target`` (:func:`rfcircuits.crosscheck.peers.peer_data`); ``fuzz``: for ``fuzz
+    --adapter``, which has no ``--rows``."""
+    with_adapter = "with --adapter: " if fuzz else ""
+    options = (
+        ("--model", "M", f"{with_adapter}your fitted scikit-learn forest (joblib or pickle; "
+                         "loading runs code the file names: load only files you trust), with "
+                         "--data"),
+        ("--data", "D.csv", "with --model: its rows (CSV with a header; columns matched to the "
+                            "model's feature names when it has them)"),
+        ("--forest", "F", f"{with_adapter}your forest file (rfcircuits.forest/1, numeric "
+                          "features), with --instances; the peers get a scikit-learn model "
+                          "built from it"),
+        ("--instances", "I", "with --forest: its instances (JSON Lines or CSV)"
+                             + ("" if fuzz else "; a number instead is --rows' old spelling")),
+        ("--target", "COLUMN", "the label column of --data or of CSV --instances (not "
+                               "explained; default for --data: the one column that is not a "
+                               "feature)"))
+    for option, metavar, text in options:
+        p.add_argument(option, metavar=metavar, help=text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="rfcircuits",
@@ -132,10 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--adapter", metavar="NAME",
                    help="fuzz another explainer instead: an adapter (pyxai, anchors, rfxpl... "
-                        "or module:Class) on random scikit-learn forests, graded against its "
+                        "or module:Class) on random scikit-learn forests, or on yours "
+                        "(--model/--data or --forest/--instances), graded against its "
                         "promises (one process; --jobs, --max-* and --oracles do not apply)")
+    p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
+                   help="with --adapter: an option passed to the adapter's constructor (a JSON "
+                        "value or text), e.g. path=/src/RFxpl for RFxpl's checkout or "
+                        "theory=false for PyXAI")
     p.add_argument("--adapter-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="with --adapter: seconds the peer may take per row (default 60)")
+    add_peer_source(p, fuzz=True)
     add_no_progress(p)
     p.set_defaults(handler=cmd_fuzz)
 
@@ -186,24 +215,29 @@ def build_parser() -> argparse.ArgumentParser:
                                 "command, or module:Class; repeat or give a comma list")
             p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
                            help="an option passed to every adapter's constructor (a JSON value "
-                                "or text), e.g. path=/src/RFxpl or theory=false")
+                                "or text), e.g. path=/src/RFxpl or theory=false; NAME.KEY=VALUE "
+                                "for the adapter NAME only (rfxpl.path=/src/RFxpl)")
         else:
             p = sub.add_parser(name, help="verify-peer with PyXAI's five reason kinds "
                                           "(optional dependency: pip install pyxai)")
             p.add_argument("--no-theory", action="store_true",
                            help="run PyXAI without its domain theory (thresholds as free "
                                 "Booleans)")
-        p.add_argument("--dataset", required=True, choices=("iris", "wine", "breast-cancer"),
-                       help="a dataset bundled with scikit-learn")
-        p.add_argument("--trees", type=int, default=11, help="number of trees")
-        p.add_argument("--depth", type=int, default=4, help="maximum depth of a tree")
-        p.add_argument("--instances", type=int, default=20, help="number of rows explained")
+        p.add_argument("--dataset", choices=("iris", "wine", "breast-cancer"),
+                       help="a dataset bundled with scikit-learn, to train a forest on")
+        p.add_argument("--trees", type=int, help="with --dataset: number of trees (default 11)")
+        p.add_argument("--depth", type=int,
+                       help="with --dataset: maximum depth of a tree (default 4)")
+        add_peer_source(p)
+        p.add_argument("--rows", type=positive_int, metavar="K",
+                       help="number of rows explained, chosen by --pick (default: 20 of the "
+                            "dataset or of --data; every instance of --forest's --instances)")
         p.add_argument("--seed", type=int, default=0,
                        help="seed of the training run and of the rows drawn")
         p.add_argument("--pick", choices=("random", "margin"), default="random",
-                       help="which rows of the dataset to explain: drawn at random with the "
-                            "seed (default), or those closest to a vote tie of the trained "
-                            "forest (one row per instance, exact ties first)")
+                       help="which rows to explain: drawn at random with the seed (default), "
+                            "or those closest to a vote tie of the forest (one row per "
+                            "instance, exact ties first)")
         p.add_argument("--timeout", type=positive_seconds, default=60.0,
                        help="seconds the peer may take per row")
         p.add_argument("--out", metavar="DIR",
@@ -399,17 +433,26 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     from rfcircuits.crosscheck.strategies import Limits
 
     seconds = args.seconds if args.seconds or args.cases else 60.0
+    peer_options = [o for o in ("model", "data", "forest", "instances", "target",
+                                "adapter_option") if getattr(args, o) is not None]
     if args.adapter:  # another explainer: exit 1 also for its crashes
         from rfcircuits.crosscheck import peer_fuzz as pf
         from rfcircuits.crosscheck.adapters.base import load_adapter
+        from rfcircuits.crosscheck.peers import adapter_options, peer_data
 
         if args.jobs != 1 or args.dask or args.cases:
             raise InputError("--jobs, --dask, --cases: fuzz --adapter runs in one process, "
                              "for --seconds")
-        peer = pf.peer_fuzz(load_adapter(args.adapter), seconds, args.seed, args.out,
-                            args.adapter_timeout, progress=not args.no_progress)
+        adapter = load_adapter(args.adapter, **adapter_options(args.adapter_option or (),
+                                                                [args.adapter])[args.adapter])
+        adapter.version()  # an unavailable peer stops the run before the data is read
+        data = peer_data(args) if set(peer_options) - {"adapter_option"} else None
+        peer = pf.peer_fuzz(adapter, seconds, args.seed, args.out, args.adapter_timeout,
+                            progress=not args.no_progress, data=data)
         print(pf.summary_json(peer) if args.json else pf.summary_text(peer))
         return exit_status() if peer.interrupted else pf.exit_code(peer)
+    if peer_options:
+        raise InputError(f"--{peer_options[0].replace('_', '-')}: only with --adapter NAME")
     for name in ("max_features", "max_states", "max_trees", "max_classes", "max_depth"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be positive")
@@ -444,8 +487,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_verify_peer(args: argparse.Namespace) -> int:
-    """Other explainers graded against their promises (``verify-pyxai``: PyXAI's kinds)."""
+    """Other explainers graded against their promises (``verify-pyxai``: PyXAI's kinds);
+    ``--instances K``, a number, is ``--rows K``."""
     from rfcircuits.crosscheck.peers import run_verify_peer
+
+    if args.instances is not None and args.forest is None and args.instances.isdigit():
+        if args.rows is not None:
+            raise InputError("--instances K is --rows K: give one")
+        args.rows, args.instances = positive_int(args.instances), None
 
     if args.command == "verify-pyxai":
         args.adapter = ["pyxai,pyxai-minimal,pyxai-majoritary,pyxai-minimal-majoritary"

@@ -73,6 +73,16 @@ class Promise:
                                  f"not {getattr(self, name)!r}")
 
 
+@dataclass(frozen=True)
+class RowOrigin:
+    """Where a task's row comes from, for reports: ``index``, its position among the data's
+    rows (from 0, as ``X[index]`` or ``DataFrame.iloc[index]``; None for a world that is no
+    data row) and ``where``, how a person finds it (``rows.csv, line 43``)."""
+
+    index: int | None
+    where: str
+
+
 @dataclass
 class Task:
     """What a peer is asked to explain: ``forest`` (our model of ``model``, the fitted
@@ -80,7 +90,8 @@ class Task:
     ``model.classes_``), the training data ``X_train``/``y_train`` (raw values and class
     indices; Anchors samples from them), the ``rows`` to explain (raw values) with their states
     ``instances``, a ``seed`` for peers that draw at random and ``timeout``, the seconds the
-    peer may take per row."""
+    peer may take per row; ``origins`` says where each row comes from (none: reports name rows
+    by their position only)."""
 
     forest: Forest
     model: Any
@@ -91,6 +102,7 @@ class Task:
     seed: int = 0
     timeout: float = 60.0
     feature_names: list[str] = field(default_factory=list)
+    origins: list[RowOrigin] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.feature_names:

@@ -79,10 +79,11 @@ def checkout(path: str | None) -> str:
     where = path or os.environ.get(ENV)
     if not where:
         raise PeerUnavailable(f"RFxpl is not configured: give the path of a checkout of "
-                              f"github.com/izzayacine/RFxpl as the adapter's path option or "
-                              f"in the environment variable {ENV}")
+                              f"github.com/izzayacine/RFxpl with --adapter-option path=DIR "
+                              f"(verify-peer, fuzz --adapter; RfxplAdapter(path=DIR) in "
+                              f"Python) or in the environment variable {ENV}")
     if not os.path.isfile(os.path.join(where, API_FILE)):
-        via = "path option" if path else ENV
+        via = "--adapter-option path" if path else ENV
         raise PeerUnavailable(f"{where} (the RFxpl {via}): not an RFxpl checkout (no "
                               f"{API_FILE})")
     return os.path.abspath(where)
