@@ -33,6 +33,7 @@ Checking, as the commands ``verify`` and ``crosscheck`` do, returns report objec
 
     report = rfcircuits.verify(forest, X_test, their_explanations)   # dicts or a file
     report = rfcircuits.crosscheck(forest, X_test)                    # engine vs oracles
+    report = rfcircuits.grade_peer("pyxai", model=model, rows=X_test) # another explainer
     report.ok, report.to_json(), print(report)
 
 They load the independent oracles (:mod:`rfcircuits.crosscheck`) only when called; the
@@ -62,8 +63,8 @@ if TYPE_CHECKING:
 __version__ = "0.2.0"
 
 __all__ = ["BACKEND", "BudgetExceeded", "Explainer", "Explanation", "Forest", "InputError",
-           "__version__", "crosscheck", "from_sklearn", "load_explainer", "load_forest",
-           "verify"]
+           "__version__", "crosscheck", "from_sklearn", "grade_peer", "load_explainer",
+           "load_forest", "verify"]
 
 #: The module defining each name imported on first use (:func:`__getattr__`).
 _LAZY = {
@@ -77,6 +78,7 @@ _LAZY = {
     "load_forest": "rfcircuits.forest",
     # Checking (rfcircuits.crosscheck.api): the oracles load only when these are used.
     "verify": "rfcircuits.crosscheck.api",
+    "grade_peer": "rfcircuits.crosscheck.peers",
 }
 
 
