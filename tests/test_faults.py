@@ -45,6 +45,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests import interactive
+
 #: The environment variables that tell the wrapper which pipe to report readiness on, and the
 #: file size limit that stands for a full disk.
 READY_ENV = "RFCIRCUITS_TEST_READY_FD"
@@ -53,16 +55,12 @@ FSIZE_ENV = "RFCIRCUITS_TEST_FSIZE"
 #: Runs the CLI in a fresh interpreter, after the patches its first argument names: ``mini``
 #: shrinks the corpus to three cases (as tests/test_corpus.py's ``mini`` fixture), ``wrong``
 #: also plants a fault in the native engine so that fuzz has failures to save. It sets the
-#: signal dispositions of an interactive run (an inherited "ignored" would otherwise be kept:
-#: the nohup convention), sets the file size limit :data:`FSIZE_ENV` gives (writes past it fail
-#: with EFBIG, as they would with ENOSPC on a full disk), and writes ``ready`` to the pipe
-#: :data:`READY_ENV` names once the command's handlers are installed.
-WRAPPER = f"""
-import contextlib, dataclasses, os, resource, signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)
-signal.signal(signal.SIGTERM, signal.SIG_DFL)
-signal.signal(signal.SIGHUP, signal.SIG_DFL)
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT, signal.SIGTERM, signal.SIGHUP}})
+#: signal dispositions of an interactive run (:mod:`tests.interactive`) and the file size
+#: limit :data:`FSIZE_ENV` gives (writes past it fail with EFBIG, as they would with ENOSPC on
+#: a full disk), and writes ``ready`` to the pipe :data:`READY_ENV` names once the command's
+#: handlers are installed.
+WRAPPER = interactive.SIGNALS + f"""
+import contextlib, dataclasses, os, resource, sys
 limit = os.environ.pop("{FSIZE_ENV}", None)
 if limit is not None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
