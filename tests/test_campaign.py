@@ -90,10 +90,7 @@ HELD = 60
 #: Seconds a test waits for an event of a run before it fails.
 PATIENCE = 300
 
-needs_dask = pytest.mark.skipif(
-    subprocess.run([sys.executable, "-c", "import distributed"],
-                   capture_output=True).returncode != 0,
-    reason="Dask distributed is not installed (pip install 'rfcircuits[dask]')")
+needs_dask = pytest.mark.needs("dask")
 
 
 @pytest.fixture(scope="module")
@@ -235,8 +232,8 @@ def test_a_worker_killed_mid_campaign_loses_no_case(backend, planted, reference,
 
 @needs_dask
 def test_ctrl_c_cancels_the_run_and_leaves_the_cluster_usable(planted, tmp_path):
-    distributed = pytest.importorskip("distributed")
     import dask
+    import distributed
 
     from rfcircuits.crosscheck.dask_backend import WORKER_CONFIG
 

@@ -13,7 +13,6 @@ with.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -169,8 +168,7 @@ def test_build_is_deterministic_and_checks_clean(mini, tmp_path, capsys):
     assert "0 mismatches" in capsys.readouterr().out
 
 
-@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
-                    reason="Dask distributed is not installed (pip install 'rfcircuits[dask]')")
+@pytest.mark.needs("dask")
 def test_a_build_on_dask_is_the_same_corpus(mini, tmp_path):
     # The cases are built on the cluster's workers from the specs the client chose.
     a, b = tmp_path / "a", tmp_path / "b"
