@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from rfcircuits.forest import mask_states as bits
+from rfcircuits.interrupts import interruptible
 
 #: ``oracle(fixed)``: None when fixing the features of the bitmask ``fixed`` blocks the goal,
 #: else the features on which a world that is not blocked differs from the instance.
@@ -48,7 +49,7 @@ def dualize(universe: int, oracle: Oracle) -> Iterator[tuple[bool, int]]:
     from pysat.solvers import Solver  # PySAT loads with the SAT engine's first use only
 
     freers = Freers()
-    with Solver(name="minisat22") as hitting:
+    with Solver(name="minisat22") as hitting, interruptible():  # PySAT catches SIGINT
         while hitting.solve():
             model = hitting.get_model()
             h = 0

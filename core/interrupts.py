@@ -5,6 +5,12 @@ Python turns SIGINT into :class:`KeyboardInterrupt`; :func:`signals_as_interrupt
 every ``except KeyboardInterrupt`` that keeps finished work also serves them. The signal that
 ended the run is remembered for the exit status, ``128 + signal`` as shells report it: 130 for
 SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+
+PySAT catches SIGINT itself during its solver calls and cardinality encodings, and raises its
+own error instead of KeyboardInterrupt: :func:`interruptible` turns it back into one around
+those calls, and :func:`raised_by_signal` recognises it where it escaped them, so that code
+which turns exceptions into findings (an oracle's crash, a case that failed) lets a signal
+through (:func:`reraise_signal`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP"
                 if hasattr(signal, name))
 
 _received: list[int] = []
+
+#: What PySAT raises when SIGINT comes during one of its calls (its own handler catches the
+#: signal, so Python's never runs); the interrupted solver must not be called again.
+PYSAT_INTERRUPT = "Caught keyboard interrupt"
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
@@ -83,19 +93,49 @@ def signals_as_interrupts() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def _pysat_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is PySAT's error for a SIGINT it caught (:data:`PYSAT_INTERRUPT`)."""
+    return isinstance(exc, Exception) and str(exc) == PYSAT_INTERRUPT
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Around PySAT calls: a SIGINT that PySAT caught raises KeyboardInterrupt (and counts as
+    the signal that ended the run), so that callers stop as on any other Ctrl-C instead of
+    taking it for a solver failure."""
+    try:
+        yield
+    except Exception as exc:
+        if _pysat_interrupt(exc):
+            _received.append(signal.SIGINT)
+            raise KeyboardInterrupt from exc
+        raise
+
+
 def raised_by_signal(exc: BaseException) -> bool:
-    """Whether ``exc`` wraps the KeyboardInterrupt of a signal: machinery that calls user code
-    may re-raise what that code raised as another exception (Python 3.11 turns an exception
-    in a descriptor's ``__set_name__``, such as a dataclass field's while its class is built
-    on import, into ``RuntimeError("Error calling __set_name__ ...")``)."""
+    """Whether ``exc`` wraps the KeyboardInterrupt of a signal, or is PySAT's error for one:
+    machinery that calls user code may re-raise what that code raised as another exception
+    (Python 3.11 turns an exception in a descriptor's ``__set_name__``, such as a dataclass
+    field's while its class is built on import, into ``RuntimeError("Error calling
+    __set_name__ ...")``)."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
+        if _pysat_interrupt(cause):
+            return True
         if isinstance(cause, KeyboardInterrupt):
             return bool(_received)
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def reraise_signal(exc: BaseException) -> None:
+    """For code that turns exceptions into findings or messages: raise KeyboardInterrupt from
+    ``exc`` when ``exc`` is a signal's (:func:`raised_by_signal`), so that the run stops as
+    interrupted instead of reporting the signal as a crash."""
+    if raised_by_signal(exc):
+        raise KeyboardInterrupt from exc
 
 
 def exit_status() -> int:

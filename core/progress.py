@@ -122,16 +122,21 @@ class Progress:
 
     def _tick(self) -> None:
         while not self._stop.wait(self._period):
-            if self._tty:
-                self._draw()
-                continue
-            bar_format, postfix = self._format()
-            line = tqdm.format_meter(self.done, self.total, time.time() - self._start,
-                                     prefix=self.label, bar_format=bar_format.replace(
-                                         "|{bar}|", ""), postfix=postfix)
-            with _DRAWING:
-                self._file.write(line + "\n")
-                self._file.flush()
+            self._redraw()
+
+    def _redraw(self) -> None:
+        """What the clock thread does every period: redraw the bar on a terminal, write a
+        whole line into a log."""
+        if self._tty:
+            self._draw()
+            return
+        bar_format, postfix = self._format()
+        line = tqdm.format_meter(self.done, self.total, time.time() - self._start,
+                                 prefix=self.label, bar_format=bar_format.replace("|{bar}|", ""),
+                                 postfix=postfix)
+        with _DRAWING:
+            self._file.write(line + "\n")
+            self._file.flush()
 
     def close(self) -> None:
         """Stop the clock and clear the bar (a log gets no last line); later calls draw

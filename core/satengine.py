@@ -48,6 +48,7 @@ from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.flipgrid import atom_of, shortest_gnrs
 from rfcircuits.forest import Forest, Instance, check_ties
 from rfcircuits.forest import mask_states as bits
+from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Term, simple, simple_terms
 
 if TYPE_CHECKING:
@@ -116,7 +117,8 @@ class _Goal:
             from pysat.card import ITotalizer
 
             self._selectors = [self.new_var() for _ in range(n)]
-            self._counter = ITotalizer(lits=self._selectors, ubound=n, top_id=self.n_vars)
+            with interruptible():  # PySAT's encoders catch SIGINT
+                self._counter = ITotalizer(lits=self._selectors, ubound=n, top_id=self.n_vars)
             self.n_vars = max(self.n_vars, self._counter.top_id)
             self.solver.append_formula(self._counter.cnf.clauses)
         return self._selectors, self._counter.rhs
@@ -306,7 +308,7 @@ class SatEngine:
 
         start = time.perf_counter()
         with _Instance(self._goal(self.forest.decision(x), False), self.cnf, x) as q, \
-                Hitman(htype="sorted") as hitman:
+                Hitman(htype="sorted") as hitman, interruptible():  # MaxSAT catches SIGINT
             best = _minimal_blocker(q, q.universe)
             found = Freers()
             deadline = math.inf if seconds is None else start + seconds

@@ -58,6 +58,7 @@ from rfcircuits.forest import (TIES, Branching, Forest, Instance, Tree, forest_f
                                instance_to_json, load_forest, load_instances, load_json_file)
 from rfcircuits.formats import circuit_stem
 from rfcircuits.jsonio import load_json_lines
+from rfcircuits.interrupts import reraise_signal
 from rfcircuits.progress import Progress
 from rfcircuits.terms import terms_json
 from rfcircuits.crosscheck import spec_examples
@@ -955,6 +956,7 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = (),
             try:
                 answer = explainer.explain_states(x)
             except Exception as exc:  # a crash is a mismatch to report, not a traceback
+                reraise_signal(exc)
                 result.mismatches.append(f"{case_id}, {expected_file(ties)} line {n}: the native "
                                          f"engine failed ({exc!r})")
                 continue

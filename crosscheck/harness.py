@@ -45,6 +45,7 @@ from rfcircuits.projections import MAX_FEATURES
 from rfcircuits.explanation import ALL_WHAT, ENGINE_TEXT, WHAT_FIELDS, Explanation, dumps
 from rfcircuits.forest import Forest, Instance, instance_to_json
 from rfcircuits.nnf import NNF
+from rfcircuits.interrupts import reraise_signal
 from rfcircuits.progress import Progress
 from rfcircuits.robustness import flips
 from rfcircuits.terms import term_json, variables
@@ -276,7 +277,8 @@ class Crosscheck:
             self.native_stopped = f"stopped: {exc.for_cli()}"
             self.report.skip(check, "native", self.native_stopped)
             return None
-        except Exception as exc:  # a crash is a finding, not a harness failure
+        except Exception as exc:  # a crash is a finding, not a harness failure (a signal is not)
+            reraise_signal(exc)
             culprit = engines[0] if engines[1] == "-" else engines[1]
             self.report.outcomes.append(Outcome(check, culprit, "error", repr(exc)))
             self.report.disagreements.append(Disagreement(
@@ -551,7 +553,8 @@ class Crosscheck:
         except BudgetExceeded as exc:
             self.native_stopped = f"stopped: {exc.for_cli()}"
             return False
-        except Exception:  # reported per instance by the workers' own attempts
+        except Exception as exc:  # reported per instance by the workers' own attempts
+            reraise_signal(exc)
             return False
         return True
 

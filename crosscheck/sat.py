@@ -88,9 +88,8 @@ encoding above. The measurements behind these choices are in docs/decisions.md (
 
 from __future__ import annotations
 
-import contextlib
 import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,27 +104,12 @@ from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
 from rfcircuits.forest import mask_states as bits
+from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Clause, Literal, Term
 from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
 #: GSRs whose primality one round of matrix products decides (:meth:`SatOracle._unwidenable`).
 _BATCH = 256
-
-#: What PySAT raises when Ctrl-C arrives inside a solver call: its own error, not
-#: KeyboardInterrupt, and the interrupted solver must not be called again.
-PYSAT_INTERRUPT = "Caught keyboard interrupt"
-
-
-@contextlib.contextmanager
-def interruptible() -> Iterator[None]:
-    """Ctrl-C inside a PySAT call surfaces as KeyboardInterrupt, so that callers stop as on
-    any other Ctrl-C instead of taking it for a solver failure."""
-    try:
-        yield
-    except Exception as exc:
-        if PYSAT_INTERRUPT in str(exc):
-            raise KeyboardInterrupt from exc
-        raise
 
 
 #: Cardinality encodings accepted by the ``encoding`` parameter.
@@ -344,9 +328,10 @@ class SatOracle:
         else:
             lits = [row[i] for row in self.vote_vars] + [-row[j] for row in self.vote_vars]
         enc = ENCODINGS[self.encoding]
-        if holds:
-            return CardEnc.atleast(lits, k, vpool=self._pool, encoding=enc).clauses
-        return CardEnc.atmost(lits, k - 1, vpool=self._pool, encoding=enc).clauses
+        with interruptible():  # PySAT's encoders catch SIGINT too
+            if holds:
+                return CardEnc.atleast(lits, k, vpool=self._pool, encoding=enc).clauses
+            return CardEnc.atmost(lits, k - 1, vpool=self._pool, encoding=enc).clauses
 
     def _goal_cnf(self, goal: int) -> list[list[int]]:
         """The clauses for the enumerations of one goal literal ``r_c`` or ``¬r_c``: the feature
@@ -826,7 +811,8 @@ class SatOracle:
                 options = [pool.id((f, s)) for s in range(self.forest.features[f].n_states)
                            if not mask >> s & 1]
                 choice.update((v, pool.obj(v)) for v in options)
-                proposer.append_formula(CardEnc.equals(options, 1, vpool=pool).clauses)
+                with interruptible():
+                    proposer.append_formula(CardEnc.equals(options, 1, vpool=pool).clauses)
             if pinned is not None:
                 proposer.add_clause([pool.id(pinned)])
             while self._solve(proposer):
@@ -970,8 +956,8 @@ class SatOracle:
             elif self._solve(solver):
                 changed = [-row[x[f]] for f, row in enumerate(self._state_vars) if len(row) > 1]
                 # The counter's variables lie above the pool's; this solver alone uses them.
-                with ITotalizer(lits=changed, ubound=len(changed),
-                                top_id=self._pool.top) as counter:
+                with interruptible(), ITotalizer(lits=changed, ubound=len(changed),
+                                                 top_id=self._pool.top) as counter:
                     solver.append_formula(counter.cnf.clauses)
                     rhs = counter.rhs
                 for k in range(1, min(len(changed), most or len(changed)) + 1):

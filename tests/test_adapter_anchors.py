@@ -157,11 +157,11 @@ def test_missing_anchor_exp_says_how_to_install_it(monkeypatch):
 
 @pytest.fixture(scope="module")
 def iris_run() -> tuple[Task, list[anchors.Answer]]:
-    pytest.importorskip("anchor")
     task = _task("iris", 10, 3, 5)
     return task, list(anchors.AnchorsAdapter().explain(task))
 
 
+@pytest.mark.needs("anchors")
 def test_every_anchor_box_contains_its_row_and_states_the_forest_decision(iris_run):
     task, answers = iris_run
     assert [a.index for a in answers] == list(range(len(task.rows)))
@@ -177,6 +177,7 @@ def test_every_anchor_box_contains_its_row_and_states_the_forest_decision(iris_r
         assert answer.record["decision"] == task.forest.classes[task.forest.decision(x)]
 
 
+@pytest.mark.needs("anchors")
 def test_grading_counts_anchors_rules_as_claims(iris_run):
     task, answers = iris_run
     adapter = anchors.AnchorsAdapter()
@@ -196,8 +197,8 @@ def test_grading_counts_anchors_rules_as_claims(iris_run):
     assert failing == tally.claims_failing
 
 
+@pytest.mark.needs("anchors")
 def test_runs_are_reproducible_row_by_row_and_leave_numpy_alone():
-    pytest.importorskip("anchor")
     task = _task("iris", 10, 3, 4, seed=4)  # rows 0, 2 and 3 get other rules with other seeds
     np.random.seed(1)
     before = np.random.get_state()[1].copy()
@@ -212,8 +213,8 @@ def test_runs_are_reproducible_row_by_row_and_leave_numpy_alone():
     assert [a.record for a in anchors.AnchorsAdapter().explain(task)] != first
 
 
+@pytest.mark.needs("anchors")
 def test_overruns_and_failures_are_answers():
-    pytest.importorskip("anchor")
     task = _task("iris", 5, 2, 2, timeout=0.0)
     assert [a.status for a in anchors.AnchorsAdapter().explain(task)] == ["timeout"] * 2
     task = _task("iris", 5, 2, 2)
@@ -224,10 +225,10 @@ def test_overruns_and_failures_are_answers():
     assert "NaN" in answers[0].error
 
 
+@pytest.mark.needs("anchors")
 def test_anchor_exp_predicates_mean_what_the_conversion_says():
     """Against lime's own discretisation: a predicate ('leq', v) holds where the bin is <= v,
     ('geq', v) where it is > v; the converted range must hold exactly the same values."""
-    pytest.importorskip("anchor")
     from anchor.anchor_tabular import AnchorTabularExplainer
 
     train = np.random.default_rng(0).normal(size=(40, 2))

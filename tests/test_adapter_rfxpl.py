@@ -8,7 +8,6 @@ misses an AXp the grader's missing items are the ones brute force finds.
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import subprocess
 import sys
@@ -27,17 +26,6 @@ from rfcircuits.crosscheck.promises import grade_answers
 from tests.test_adapter_command import iris_task
 
 
-def configured() -> str | None:
-    """The RFxpl checkout the environment names, when it and RFxpl's imports are there."""
-    try:
-        rfxpl.RfxplAdapter().version()
-    except PeerUnavailable:
-        return None
-    return os.environ[rfxpl.ENV]
-
-
-needs_rfxpl = pytest.mark.skipif(configured() is None, reason=f"RFxpl not configured "
-                                 f"(${rfxpl.ENV}: a checkout; pip install anytree namedlist)")
 
 # A stand-in for RFxpl's xrf package: its answer depends on the row's petal length.
 FAKE_XRF = r'''
@@ -187,7 +175,7 @@ def _grade(task: Task):
                                   adapter.version(), adapter.ties, adapter.promises)
 
 
-@needs_rfxpl
+@pytest.mark.needs("rfxpl")
 def test_rfxpl_on_iris_keeps_every_promise(record_property):
     task = iris_task(trees=5, depth=3, rows=5)
     answers, report = _grade(task)
@@ -213,7 +201,7 @@ def _brute_srs(forest, x) -> set[frozenset[int]]:
     return {s for s in keep if not any(t < s for t in keep)}
 
 
-@needs_rfxpl
+@pytest.mark.needs("rfxpl")
 def test_rfxpl_missing_axps_are_the_ones_brute_force_finds(record_property):
     # x0 OR x1: at (0, 0) changing either feature changes the class, so both are CXps and
     # the one AXp is {x0, x1}; RFxpl b07883d returns no AXp there (its enumeration blocks

@@ -10,7 +10,6 @@ import math
 import multiprocessing
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -89,6 +88,17 @@ class Slow(Ours):
 
     def explain(self, task):
         time.sleep(60)
+        yield from super().explain(task)
+
+
+class Stopping(Slow):
+    """Sends the command running it a SIGTERM (the peer runs in a child forked by the
+    command: here, this test process), then waits to be stopped."""
+
+    name = "stopping"
+
+    def explain(self, task):
+        os.kill(os.getppid(), signal.SIGTERM)
         yield from super().explain(task)
 
 
@@ -221,9 +231,7 @@ def test_a_signal_keeps_the_finished_cases_and_stops_the_peer(tmp_path, monkeypa
     doc = json.loads(Path(summary.failures[0]).read_text())
     assert len(doc["forest"]["trees"]) == doc["shrunk_from"]["trees"]
     # a signal while the peer runs: it is stopped, the run ends as interrupted
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    assert main(["fuzz", "--adapter", f"{ADAPTERS}:Slow", "--out", str(out),
+    assert main(["fuzz", "--adapter", f"{ADAPTERS}:Stopping", "--out", str(out),
                  "--no-progress"]) == 128 + signal.SIGTERM
     assert "0 cases" in capsys.readouterr().out
     assert multiprocessing.active_children() == []

@@ -1,5 +1,10 @@
 """Progress on stderr: whole lines into logs, a bar with a running clock on terminals, nothing
-with --quiet, compile progress with node counts."""
+with --quiet, compile progress with node counts.
+
+Times are those of a clock the test moves (:func:`clock`: Progress's and tqdm's), and the
+clock thread's period is done by hand (``_redraw``, what the thread does every period); the
+thread itself is checked to redraw, waiting for the redraws to appear, never for a time.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,14 @@ import struct
 import subprocess
 import sys
 import termios
-import time
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import tqdm.std
+
+from rfcircuits import progress as progress_module
 
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import compile_dg
@@ -41,28 +50,86 @@ def explain(*options: str, period: str = "0.01") -> subprocess.CompletedProcess[
         capture_output=True, text=True, env={**os.environ, PERIOD_ENV: period}, timeout=120)
 
 
-def test_a_log_gets_whole_lines_at_most_one_per_period():
+class Clock:
+    """Seconds since the epoch, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    """The clock of Progress and of the tqdm bars it makes (both read ``time.time``)."""
+    fake = Clock()
+    monkeypatch.setattr(progress_module, "time", SimpleNamespace(time=fake.time))
+    monkeypatch.setattr(tqdm.std, "time", fake.time)
+    return fake
+
+
+#: A period the clock thread never reaches during a test: periods are done by hand.
+NEVER = 3600.0
+
+
+def test_a_log_gets_a_whole_line_each_period_with_the_time_spent(clock):
     log = io.StringIO()
-    start = time.monotonic()
-    with Progress("work", file=log, period=0.05) as progress:
+    with Progress("work", file=log, period=NEVER) as progress:
         for i in range(6):
             progress(i, 6)
-            time.sleep(0.05)
-    seconds = time.monotonic() - start
+            clock.advance(10)
+            progress._redraw()  # a period ends
     text = log.getvalue()
     assert "\r" not in text and "\x1b" not in text and text.endswith("\n")
     lines = text.splitlines()
-    assert 1 <= len(lines) <= seconds / 0.05 + 1
-    assert all(line.startswith("work") and CLOCK.search(line) for line in lines)
+    assert [CLOCK.search(line).group() for line in lines] == \
+        ["[00:10", "[00:20", "[00:30", "[00:40", "[00:50", "[01:00"]
+    assert [line.split()[2] for line in lines] == [f"{i}/6" for i in range(6)]
+    assert all(line.startswith("work") for line in lines)
     assert not any("it/s" in line for line in lines)
 
 
-def test_a_short_run_prints_nothing_into_a_log():
+def test_a_short_run_prints_nothing_into_a_log(clock):
     log = io.StringIO()
-    with Progress("work", file=log, period=5) as progress:
+    with Progress("work", file=log, period=NEVER) as progress:
         progress(1, 2)
+        clock.advance(5)
         progress(2, 2)
-    assert log.getvalue() == ""
+    assert log.getvalue() == ""  # no period ended, and closing writes no last line
+
+
+class Watched(io.StringIO):
+    """A stream that sets ``seen`` once ``wanted`` writes have come."""
+
+    def __init__(self, wanted: int) -> None:
+        super().__init__()
+        self.wanted = wanted
+        self.seen = threading.Event()
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes >= self.wanted:
+            self.seen.set()
+        return super().write(text)
+
+
+class WatchedTerminal(Watched, Terminal):
+    pass
+
+
+@pytest.mark.parametrize("stream", [Watched, WatchedTerminal], ids=["log", "terminal"])
+def test_the_clock_thread_redraws_every_period_without_steps(stream):
+    out = stream(3)
+    with Progress("compiling", file=out, period=0.01) as progress:
+        progress(0, 1)  # one long step: no more calls
+        assert out.seen.wait(60), "the clock thread did not redraw"
+    redraws = out.getvalue().split("\r" if stream is WatchedTerminal else "\n")
+    assert len([part for part in redraws if "0/1" in part]) >= 2
 
 
 def test_a_log_of_the_command_line_has_no_redraws():
@@ -94,13 +161,14 @@ def test_a_terminal_gets_a_bar_with_elapsed_time_and_no_rate():
     assert screen.getvalue().endswith("\r")  # closed: the bar is cleared, no line left
 
 
-def test_the_clock_runs_during_a_long_step():
+def test_the_clock_runs_during_a_long_step(clock):
     screen = Terminal()
-    with Progress("compiling", file=screen, period=0.02) as progress:
+    with Progress("compiling", file=screen, period=NEVER) as progress:
         progress(0, 1)
-        time.sleep(0.3)  # one long step: no calls
-    redraws = [part for part in screen.getvalue().split("\r") if "0/1" in part]
-    assert len(redraws) >= 5
+        clock.advance(65)  # one long step: no calls
+        progress._redraw()  # a period ends
+        last = screen.getvalue().split("\r")[-1]
+    assert "0/1" in last and "[01:05" in last
 
 
 def test_a_stage_starts_its_own_count():
@@ -112,15 +180,17 @@ def test_a_stage_starts_its_own_count():
     assert last.startswith("instances:") and "0/7" in last
 
 
-def test_remaining_time_shows_only_between_first_and_last_step():
+def test_remaining_time_shows_only_between_first_and_last_step(clock):
     screen = Terminal()
-    with Progress("x", file=screen, period=60) as progress:
-        progress.stage("x", 4)
-        first = screen.getvalue().split("\r")[-1]
-        time.sleep(0.25)
-        progress(2, 4)
-        middle = screen.getvalue().split("\r")[-1]
-    assert "<" not in first and re.search(r"\[\d\d:\d\d<\d\d:\d\d\]", middle)
+    shown = []
+    with Progress("x", file=screen, period=NEVER) as progress:
+        for done in (0, 2, 4):
+            progress(done, 4)
+            shown.append(screen.getvalue().split("\r")[-1])
+            clock.advance(10)
+    first, middle, last = shown
+    assert "0/4 [00:00]" in first and "4/4 [00:20]" in last
+    assert "2/4 [00:10<00:10]" in middle  # two steps in 10 s: two more take 10 s
 
 
 def test_a_closed_progress_draws_nothing():
@@ -135,10 +205,8 @@ def test_a_pty_gets_a_bar_from_the_command_line():
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
     code = ("from rfcircuits.progress import Progress\n"
-            "import time\n"
             "with Progress('networks') as p:\n"
-            "    p(1, 4)\n"
-            "    time.sleep(0.3)\n")
+            "    p(1, 4)\n")  # drawn at once on a terminal
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=slave)
     os.close(slave)
     out = b""

@@ -1,7 +1,8 @@
 """The PyXAI adapter: conversion of threshold conditions to our literals, the
-optional-dependency policy, the rows ``verify-peer`` picks, and (only when PyXAI is installed)
-a real run whose reasons are graded against PyXAI's promises. PyXAI is never imported in the test process (it parses ``sys.argv`` and
-imports shap/matplotlib); the adapter runs it in a worker subprocess.
+optional-dependency policy, the rows ``verify-peer`` picks, and (only when PyXAI is installed,
+here or in the environment ``$RFCIRCUITS_PYXAI_PYTHON`` names, as in CI) real runs whose
+reasons are graded against PyXAI's promises. PyXAI is never imported in the test process (it
+parses ``sys.argv`` and imports shap/matplotlib); the adapter runs it in a worker subprocess.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.cli.main import build_parser, main
-from rfcircuits.crosscheck.adapters.base import Answer, Task
+from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Task
 from rfcircuits.crosscheck.promises import grade_answers
 
 FOREST = {
@@ -33,7 +34,6 @@ FOREST = {
                          {"feature": "x2", "branches": [[[0], 1], [[1], 3]]},
                          {"class": "b"}]}],
 }
-needs_pyxai = pytest.mark.skipif(adapter.pyxai_version() is None, reason="PyXAI not installed")
 
 
 def test_conditions_become_interval_literals_on_our_states():
@@ -75,10 +75,37 @@ def test_importing_the_adapter_does_not_import_pyxai():
 
 
 def test_missing_pyxai_is_bad_input(monkeypatch, capsys):
-    monkeypatch.setattr(adapter, "pyxai_version", lambda: None)
+    monkeypatch.setattr(adapter, "pyxai_version", lambda python=None: None)
     assert main(["verify-pyxai", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
     assert "pip install pyxai" in err and "Traceback" not in err
+
+
+def test_pyxai_in_another_environment_needs_rfcircuits_at_this_version_there(tmp_path,
+                                                                            monkeypatch):
+    """The worker may run in an environment of its own ($RFCIRCUITS_PYXAI_PYTHON): the
+    PyXAI version is that environment's, and rfcircuits must be importable there at this
+    version (the worker runs its module)."""
+    from rfcircuits import __version__
+
+    def environment(name: str, pyxai: str | None, ours: str | None) -> str:
+        python = tmp_path / name  # stands for that environment's Python: its versions
+        python.write_text(f"#!/bin/sh\necho '{json.dumps([pyxai, ours])}'\n")
+        python.chmod(0o755)
+        return str(python)
+
+    monkeypatch.setenv(adapter.PYTHON_ENV, environment("ready", "2.0.1", __version__))
+    assert adapter.PyxaiAdapter().version() == "2.0.1"
+    monkeypatch.setenv(adapter.PYTHON_ENV, environment("no-pyxai", None, __version__))
+    with pytest.raises(PeerUnavailable, match="not installed in the environment of .*no-pyxai"):
+        adapter.PyxaiAdapter().version()
+    for name, ours in (("no-rfcircuits", None), ("old", "0.0.1")):
+        python = environment(name, "2.0.1", ours)
+        with pytest.raises(PeerUnavailable, match=f"has rfcircuits {ours or 'not installed'}, "
+                                                  f"this one {__version__}"):
+            adapter.PyxaiAdapter(python=python).version()  # the option before the variable
+    monkeypatch.delenv(adapter.PYTHON_ENV)
+    assert adapter.pyxai_python() is None and adapter.pyxai_python(sys.executable) is None
 
 
 def test_random_pick_draws_the_same_rows_as_before():
@@ -130,7 +157,7 @@ def test_pick_option_is_checked_by_the_parser(capsys):
         peers.pick_rows(None, np.zeros((1, 1)), 1, "bogus", 0)
 
 
-@needs_pyxai
+@pytest.mark.needs("pyxai")
 def test_pyxai_reasons_on_iris_keep_their_promises():
     task = peers.make_task("iris", 3, 2, 0, 3, "random", 20.0)
     for kind in ("sufficient_reason", "majoritary_reason"):
@@ -143,7 +170,7 @@ def test_pyxai_reasons_on_iris_keep_their_promises():
         assert report.fields["general_sufficient_reasons"].items == 3
 
 
-@needs_pyxai
+@pytest.mark.needs("pyxai")
 def test_verify_pyxai_command_on_a_binary_dataset(capsys):
     code = main(["verify-pyxai", "--dataset", "breast-cancer", "--trees", "3", "--depth", "2",
                  "--instances", "3", "--timeout", "20", "--json", "-q"])
@@ -166,7 +193,7 @@ def test_a_row_pyxai_reads_in_no_state_of_the_forest_is_not_graded(monkeypatch):
     with pytest.raises(InputError, match="holds no state"):
         adapter.pyxai_reading(forest, (0,), between)
 
-    def fake_run(model, rows, kinds, timeout, theory, seed):
+    def fake_run(model, rows, kinds, timeout, theory, seed, python=None):
         yield {"i": 0, "kind": kinds[0], "status": "ok", "prediction": 0, "seconds": 0.1,
                "representation": between, "reason": [between[1]]}
 
@@ -180,7 +207,7 @@ def test_a_row_pyxai_reads_in_no_state_of_the_forest_is_not_graded(monkeypatch):
     assert "no answer on row 1: not graded" in report.text()
 
 
-@needs_pyxai
+@pytest.mark.needs("pyxai")
 def test_bench_pyxai_rows(monkeypatch, capsys):
     # A small forest stands for the bench's: every pair gets a row valid under the schema.
     from rfcircuits.cli import peerbench

@@ -10,7 +10,10 @@ limit inside C code (the worker's process group is killed when a call overruns t
 timeout and a fresh worker takes the next call; a kind that overruns :data:`MAX_TIMEOUTS`
 times is skipped for the other rows), and its external solvers leave files in ``./tmp`` and
 ``/tmp`` (the worker runs in a temporary directory, where MUSER's files are redirected too,
-removed afterwards).
+removed afterwards). The worker may run in another environment (:data:`PYTHON_ENV`, or the
+adapter's ``python`` option): PyXAI pulls about 1.5 GB of dependencies (xgboost, ortools,
+shap...) that need not share this environment's versions; that environment needs
+rfcircuits too, at this version (the worker is this module).
 
 **Conversion.** The worker returns each reason as PyXAI's binary literals decoded through the
 model's own condition map (``feature > threshold`` for a positive literal, ``feature <=
@@ -39,10 +42,12 @@ while its prediction breaks ties to the first class (``ties = "strict"``).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
 import pickle
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +57,7 @@ from typing import Any
 
 import numpy as np
 
+from rfcircuits import __version__
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
@@ -65,10 +71,31 @@ STARTUP_SECONDS = 300.0
 WORKER_MODULE = "rfcircuits.crosscheck.adapters.pyxai"
 #: A kind whose calls ran past ``--timeout`` this many times is skipped for the rest.
 MAX_TIMEOUTS = 2
+#: The environment variable naming the Python of another environment, where PyXAI is
+#: installed, for the worker (the adapter's ``python`` option takes precedence).
+PYTHON_ENV = "RFCIRCUITS_PYXAI_PYTHON"
 
 
-def pyxai_version() -> str | None:
-    """The installed PyXAI version, or None when PyXAI is not installed (no import of it)."""
+def pyxai_python(python: str | None = None) -> str | None:
+    """The Python of the environment the worker runs in, when not this one: ``python``, else
+    :data:`PYTHON_ENV`'s; None for this interpreter."""
+    chosen = python or os.environ.get(PYTHON_ENV)
+    return chosen if chosen and chosen != sys.executable else None
+
+
+def pyxai_version(python: str | None = None) -> str | None:
+    """The PyXAI version the worker would run (:func:`pyxai_python`), or None when PyXAI is
+    not installed there; nothing imports it here. PeerUnavailable when another environment
+    has PyXAI but not rfcircuits at this version (the worker runs rfcircuits' module)."""
+    other = pyxai_python(python)
+    if other is not None:
+        pyxai, ours = _versions(other)
+        if pyxai is not None and ours != __version__:
+            raise PeerUnavailable(
+                f"the PyXAI environment of {other} has rfcircuits {ours or 'not installed'}, "
+                f"this one {__version__}: install the same rfcircuits there (its worker runs "
+                "there)")
+        return pyxai
     if importlib.util.find_spec("pyxai") is None:
         return None
     from importlib.metadata import PackageNotFoundError, version
@@ -77,6 +104,31 @@ def pyxai_version() -> str | None:
         return version("pyxai")
     except PackageNotFoundError:
         return "unknown"
+
+
+@functools.cache
+def _versions(python: str) -> tuple[str | None, str | None]:
+    """The versions of PyXAI and rfcircuits in the environment of ``python`` (None: not
+    installed there, or ``python`` does not run), as the worker would find them (run from
+    a directory of no package)."""
+    code = ("import importlib.metadata as m, json\n"
+            "try:\n"
+            "    pyxai = m.version('pyxai')\n"
+            "except m.PackageNotFoundError:\n"
+            "    pyxai = None\n"
+            "try:\n"
+            "    import rfcircuits\n"
+            "    ours = rfcircuits.__version__\n"
+            "except ImportError:\n"
+            "    ours = None\n"
+            "print(json.dumps([pyxai, ours]))")
+    try:
+        done = subprocess.run([python, "-c", code], capture_output=True, text=True,
+                              timeout=STARTUP_SECONDS, cwd=tempfile.gettempdir())
+        pyxai, ours = json.loads(done.stdout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None, None
+    return pyxai, ours
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,10 +259,12 @@ def _peak_mb() -> float:
 
 
 def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float,
-              theory: bool = True, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """Every PyXAI call ``(row, kind)``, answered by worker subprocesses, each answer as soon
-    as it is known; an answer has ``status`` ok / none / error / timeout / skipped (after
-    :data:`MAX_TIMEOUTS`). Closing the generator stops the worker."""
+              theory: bool = True, seed: int = 0,
+              python: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every PyXAI call ``(row, kind)``, answered by worker subprocesses (run by
+    :func:`pyxai_python`), each answer as soon as it is known; an answer has ``status`` ok /
+    none / error / timeout / skipped (after :data:`MAX_TIMEOUTS`). Closing the generator
+    stops the worker."""
     timeouts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory(prefix="rfcircuits-pyxai-") as workdir:
         with open(os.path.join(workdir, "job.pickle"), "wb") as handle:
@@ -224,7 +278,7 @@ def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float
                         yield {"i": i, "kind": kind, "status": "skipped"}
                         continue
                     if worker is None:
-                        worker = Worker(WORKER_MODULE, workdir)
+                        worker = Worker(WORKER_MODULE, workdir, pyxai_python(python))
                         if worker.ask(None, STARTUP_SECONDS) is None:
                             raise InputError("the PyXAI worker did not start: "
                                              + worker.error())
@@ -264,25 +318,32 @@ class PyxaiAdapter:
     """One PyXAI reason kind (:data:`PROMISES`) as an adapter
     (:mod:`rfcircuits.crosscheck.adapters.base`): ``pyxai``, ``pyxai-minimal``,
     ``pyxai-majoritary``, ``pyxai-minimal-majoritary``, ``pyxai-contrastive``. ``theory``:
-    whether PyXAI uses its domain theory for numeric features (module docstring)."""
+    whether PyXAI uses its domain theory for numeric features (module docstring); ``python``:
+    the Python of another environment where PyXAI is installed (default
+    :data:`PYTHON_ENV`'s, else this one)."""
 
     ties = "strict"
 
-    def __init__(self, kind: str = "sufficient_reason", theory: bool = True) -> None:
+    def __init__(self, kind: str = "sufficient_reason", theory: bool = True,
+                 python: str | None = None) -> None:
         if kind not in PROMISES:
             raise InputError(f"PyXAI reason kind {kind!r} is not one of {', '.join(PROMISES)}")
         self.kind = kind
         self.theory = bool(theory)
+        self.python = python
         self.field, promise = PROMISES[kind]
         self.promises = {self.field: promise}
         self.name = "pyxai" if kind == "sufficient_reason" else \
             "pyxai-" + kind.removesuffix("_reason").replace("_", "-")
 
     def version(self) -> str:
-        version = pyxai_version()
+        version = pyxai_version(self.python)
         if version is None:
-            raise PeerUnavailable("PyXAI is not installed (an optional dependency): "
-                                  "pip install pyxai, or pip install '.[pyxai]'")
+            other = pyxai_python(self.python)
+            where = f" in the environment of {other}" if other else ""
+            raise PeerUnavailable(f"PyXAI is not installed{where} (an optional dependency): "
+                                  "pip install pyxai, or pip install '.[pyxai]'; or name the "
+                                  f"Python of an environment that has it in {PYTHON_ENV}")
         return version
 
     def explain(self, task: Task) -> Iterator[Answer]:
@@ -292,7 +353,7 @@ class PyxaiAdapter:
                 yield Answer(i, "none", error="PyXAI's contrastive reasons need two classes")
             return
         for a in run_pyxai(task.model, task.rows, [self.kind], task.timeout, self.theory,
-                           task.seed):
+                           task.seed, self.python):
             i = a["i"]
             if a["status"] != "ok":
                 status = {"skipped": "timeout"}.get(a["status"], a["status"])

@@ -71,18 +71,21 @@ def reply(answer: dict[str, Any]) -> None:
 
 
 class Worker:
-    """``python -m module workdir`` in its own process group, asked with deadlines; the
-    package this module belongs to is put on its PYTHONPATH, so an uninstalled checkout
-    works too."""
+    """``python -m module workdir`` in its own process group, asked with deadlines. By default
+    ``python`` is this interpreter, and the package this module belongs to is put on its
+    PYTHONPATH, so an uninstalled checkout works too; another environment's interpreter (a
+    peer that pins its own dependencies, installed apart) runs with its own packages only,
+    rfcircuits among them."""
 
-    def __init__(self, module: str, workdir: str) -> None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    def __init__(self, module: str, workdir: str, python: str | None = None) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        if python is None:
+            root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.workdir = workdir
         self.stderr = open(os.path.join(workdir, "worker.err"), "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, workdir], cwd=workdir, env=env,
+            [python or sys.executable, "-m", module, workdir], cwd=workdir, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
             start_new_session=True)
         self.buffer = b""
