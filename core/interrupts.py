@@ -33,15 +33,36 @@ _received: list[int] = []
 PYSAT_INTERRUPT = "Caught keyboard interrupt"
 
 
+#: Signals deferred out of a callback (:func:`_raise`), each with the timer that sends it again.
+_deferred: list[tuple[threading.Timer, int]] = []
+
+
 def _raise(signum: int, frame: FrameType | None) -> None:
     if _in_callback(frame):
         # Python swallows an exception raised in a finalizer or a weakref callback
         # ("Exception ignored in ..."), and the run would go on: have the signal come again
         # once it is over.
-        threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+        timer = threading.Timer(0.01, os.kill, (os.getpid(), signum))
+        timer.daemon = True
+        _deferred.append((timer, signum))
+        timer.start()
         return
     _received.append(signum)
     raise KeyboardInterrupt
+
+
+def _take_back_deferred() -> int | None:
+    """Cancel the signals deferred out of callbacks that have not come again yet; the last of
+    them, or None. A timer already sending its signal is waited for (the signal then reaches
+    the handlers still installed)."""
+    late = None
+    while _deferred:
+        timer, signum = _deferred.pop()
+        if not timer.finished.is_set():
+            late = signum if late is None else late
+        timer.cancel()
+        timer.join()
+    return late
 
 
 def _in_callback(frame: FrameType | None) -> bool:
@@ -89,8 +110,16 @@ def signals_as_interrupts() -> Iterator[None]:
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        try:
+            # A deferred signal must not come after the handlers are gone (Python would
+            # report it as ignored while the interpreter waits for its timer at exit).
+            late = _take_back_deferred()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+    if late is not None:  # it came during the block, which ended before it came again
+        _received.append(late)
+        raise KeyboardInterrupt
 
 
 def _pysat_interrupt(exc: BaseException) -> bool:
