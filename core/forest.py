@@ -29,7 +29,7 @@ from typing import Any
 
 from rfcircuits.atomicio import write_json
 from rfcircuits.errors import InputError, check_choice
-from rfcircuits.jsonio import load_json_file, load_json_lines
+from rfcircuits.jsonio import load_json_file
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
@@ -636,6 +636,12 @@ def load_forest(path: str | os.PathLike[str]) -> Forest:
     return forest_from_json(load_json_file(path), source=os.fspath(path))
 
 
+def as_forest(forest: Forest | str | os.PathLike[str]) -> Forest:
+    """``forest`` itself, or the forest file at a path (:func:`load_forest`): what the API's
+    checking calls take."""
+    return forest if isinstance(forest, Forest) else load_forest(forest)
+
+
 def save_forest(forest: Forest, path: str | os.PathLike[str]) -> None:
     write_json(path, forest.to_json())
 
@@ -679,12 +685,3 @@ def _state_of(feature: Feature, value: Any, where: str, input_dtype: str) -> int
 def instance_to_json(forest: Forest, x: Sequence[int]) -> dict[str, str]:
     """An instance as ``{feature name: state name}`` in feature order."""
     return {f.name: f.states[s] for f, s in zip(forest.features, x)}
-
-
-def load_instances(path: str | os.PathLike[str], forest: Forest) -> list[Instance]:
-    """Instances from a JSON Lines file, at least one; errors name the file and line."""
-    lines = load_json_lines(path)
-    if not lines:
-        raise InputError(f"{os.fspath(path)}: holds no instances")
-    return [parse_instance(forest, line.value, where=f"{os.fspath(path)}, line {line.number}")
-            for line in lines]

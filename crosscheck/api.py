@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rfcircuits.explanation import Explanation, What, what_keys
-from rfcircuits.forest import Forest, Instance, check_ties, load_forest
+from rfcircuits.forest import Forest, Instance, as_forest, check_ties
 from rfcircuits.inputs import Table, instances_of, read_instances
 from rfcircuits.crosscheck.harness import ORACLES, Report
 from rfcircuits.crosscheck.harness import crosscheck as run_crosscheck
@@ -47,7 +47,7 @@ def verify(forest: Forest | Path, instances: Table | Path,
     decision graphs; ``gnr_limit``: the largest GNR search.
 
     Returns the report: ``ok``, ``to_json()`` (what ``verify --json`` prints), ``text()``."""
-    forest = _forest(forest)
+    forest = as_forest(forest)
     rows = _instances(forest, instances)
     if isinstance(explanations, (str, os.PathLike)):
         source, lines = os.fspath(explanations), read_lines(explanations)
@@ -72,14 +72,10 @@ def crosscheck(forest: Forest | Path, instances: Table | Path, *, ties: str = "f
     Returns the report: ``ok`` (no disagreement), ``to_json()``, ``text()`` (the check ×
     engine table), ``disagreements`` (each with a counterexample)."""
     check_ties(ties)
-    forest = _forest(forest)
+    forest = as_forest(forest)
     return run_crosscheck(forest, _instances(forest, instances), ties, tuple(oracles),
                           what_keys(what), formulas, max_nodes=max_nodes, engine=engine,
                           limits=limits)
-
-
-def _forest(forest: Forest | Path) -> Forest:
-    return forest if isinstance(forest, Forest) else load_forest(forest)
 
 
 def _instances(forest: Forest, instances: Table | Path) -> list[Instance]:

@@ -55,8 +55,9 @@ from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import WHAT_FIELDS, dumps
 from rfcircuits.forest import (TIES, Branching, Forest, Instance, Tree, forest_from_json,
-                               instance_to_json, load_forest, load_instances, load_json_file)
+                               instance_to_json, load_forest, load_json_file)
 from rfcircuits.formats import circuit_stem
+from rfcircuits.inputs import read_instances
 from rfcircuits.jsonio import load_json_lines
 from rfcircuits.interrupts import reraise_signal
 from rfcircuits.progress import Progress
@@ -861,7 +862,7 @@ def load_case(root: str, case_id: str) -> tuple[Forest, list[Instance]]:
     if not os.path.isdir(case_dir):
         raise InputError(f"{case_dir}: no such case directory (listed in {MANIFEST})")
     forest = load_forest(os.path.join(case_dir, FOREST_FILE))
-    return forest, load_instances(os.path.join(case_dir, INSTANCES_FILE), forest)
+    return forest, read_instances(os.path.join(case_dir, INSTANCES_FILE), forest)
 
 
 def load_manifest(root: str) -> dict[str, Any]:

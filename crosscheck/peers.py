@@ -53,7 +53,7 @@ import numpy as np
 from rfcircuits.atomicio import atomic_open, output_dir, write_json
 from rfcircuits.datasets import Dataset, as_class_names, load_rows, train_forest
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, load_forest, parse_instance
+from rfcircuits.forest import Forest, Instance, as_forest, parse_instance
 from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values, load_model
@@ -229,7 +229,7 @@ def load_forest_data(forest: Forest | str, instances: str,
                      target: str | None = None) -> PeerData:
     """``--forest F --instances I [--target COL]`` (module docstring); ``forest`` is a path
     or a forest."""
-    ours = load_forest(forest) if isinstance(forest, (str, os.PathLike)) else forest
+    ours = as_forest(forest)
     name = os.fspath(forest) if isinstance(forest, (str, os.PathLike)) else "the forest"
     out = from_forest(ours, read_instance_values(instances, ours, target),
                       f"{name} ({len(ours.trees)} trees) on {instances}")
@@ -403,7 +403,7 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
         data = from_model(load_model(model) if isinstance(model, (str, os.PathLike))
                           else model, rows)
     else:
-        ours = load_forest(forest) if isinstance(forest, (str, os.PathLike)) else forest
+        ours = as_forest(forest)
         records = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
         data = from_forest(ours, [(f"rows[{i}]", r) for i, r in enumerate(records)])
     return run_peer(peer, data.task(count, pick, seed, timeout))

@@ -47,11 +47,12 @@ if mode == "sleep":  # a line and a half, a child in the same process group, the
         handle.write(str(child.pid))
     time.sleep(300)
 from rfcircuits.explain import Explainer
-from rfcircuits.forest import load_forest, load_instances
+from rfcircuits.forest import load_forest
+from rfcircuits.inputs import read_instances
 forest = load_forest(forest_path)
 explainer = Explainer(forest)
 records = [explainer.explain_states(x, ["sr"]).to_json()
-           for x in load_instances(instances_path, forest)]
+           for x in read_instances(instances_path, forest)]
 if mode == "faulty":  # every SR of two literals or more loses its last one
     for r in records:
         r["sufficient_reasons"] = [t[:-1] if len(t) > 1 else t for t in r["sufficient_reasons"]]

@@ -11,8 +11,9 @@ import pytest
 
 from rfcircuits.errors import InputError
 from rfcircuits.forest import (Feature, Forest, forest_from_json, instance_to_json,
-                               interval_names, load_forest, load_instances, parse_instance,
+                               interval_names, load_forest, parse_instance,
                                read_value, save_forest)
+from rfcircuits.inputs import read_instances
 from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.crosscheck.strategies import random_forest
 
@@ -197,7 +198,7 @@ def test_load_instances_names_the_line(tmp_path):
     path = tmp_path / "i.jsonl"
     path.write_text(json.dumps(SUSAN) + "\n\n" + '{"Age": "old"}\n')
     with pytest.raises(InputError, match=r"i.jsonl, line 3: unknown feature|i.jsonl, line 3: missing"):
-        load_instances(path, forest)
+        read_instances(path, forest)
 
 
 def test_tie_policies():

@@ -21,8 +21,9 @@ import pytest
 import rfcircuits.crosscheck.sat as sat_module
 import rfcircuits.crosscheck.verify as verify_module
 from rfcircuits.explain import Explainer
+from rfcircuits.inputs import read_instances
 from rfcircuits.forest import (Forest, Instance, classes_from_votes, forest_from_json,
-                               instance_to_json, load_instances, parse_instance)
+                               instance_to_json, parse_instance)
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
                                                  SUSAN_FOREST, forest, instance)
@@ -221,7 +222,7 @@ def test_corpus_answers_pass_and_planted_errors_are_flagged():
     for case in sample:
         directory = CORPUS / "cases" / case
         f = forest_from_json(json.loads((directory / "forest.json").read_text()))
-        xs = load_instances(directory / "instances.jsonl", f)[:2]
+        xs = read_instances(directory / "instances.jsonl", f)[:2]
         for ties in ("first", "all"):
             lines = [json.loads(line) for line in
                      (directory / f"expected-{ties}.jsonl").read_text().splitlines()[:2]]
@@ -563,7 +564,7 @@ def test_cli_exit_codes_and_json(files, capsys):
 def test_cli_evidence_is_a_world_with_the_forests_votes(files, capsys):
     paths, lines = files
     f = forest_from_json(NUMERIC_FOREST)
-    xs = load_instances(paths["i.jsonl"], f)
+    xs = read_instances(paths["i.jsonl"], f)
     bad = copy.deepcopy(lines)
     k = next(k for k, line in enumerate(bad) if line["sufficient_reasons"][0])
     bad[k]["sufficient_reasons"][0] = bad[k]["sufficient_reasons"][0][1:]  # no longer sufficient
