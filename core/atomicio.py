@@ -15,8 +15,12 @@
   from the partial file.
 
 Temporary files of whole documents are anonymous (Linux ``O_TMPFILE``) where the file system
-allows, so that even SIGKILL leaves no temporary file behind; they get a name just before the
-rename. Files get the permissions a plain write would give them.
+allows, so that SIGKILL leaves no temporary file behind: a new target is linked in place
+directly, and only a replaced one needs the temporary file named for the two system calls of
+the rename. A temporary file's name (``.tmp-PID.HOST-…``) says which process wrote it; one
+that a killed process left (SIGKILL in those two calls, or anywhere where the file system
+has no anonymous files) is removed by the next write into its directory on the same machine.
+Files get the permissions a plain write would give them.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import socket
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -97,6 +104,41 @@ def _naming(path: str) -> Iterator[None]:
         raise
 
 
+#: The machine's part of temporary names: a process of another machine sharing the directory
+#: is never taken for a dead one of this machine.
+_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+_TEMPORARY = re.compile(r"\.tmp-(\d+)\.([0-9a-f]{8})-")
+_swept: set[str] = set()
+
+
+def _prefix() -> str:
+    return f".tmp-{os.getpid()}.{_HOST}-"
+
+
+def _sweep(directory: str) -> None:
+    """Remove the temporary files that killed processes of this machine left in
+    ``directory``; once per directory and process."""
+    if directory in _swept:
+        return
+    _swept.add(directory)
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            match = _TEMPORARY.match(entry.name)
+            if match and match[2] == _HOST and not _alive(int(match[1])):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 class _Temporary:
     """A file for the new contents of ``real``, in its directory: anonymous where the file
     system supports it (nothing to clean up after a kill), else a hidden named file."""
@@ -105,6 +147,7 @@ class _Temporary:
         self.directory, self.base = os.path.split(real)
         self.name: str | None = None
         self.fd = self.dir_fd = -1
+        _sweep(self.directory)
         if hasattr(os, "O_TMPFILE") and os.path.isdir("/proc/self/fd"):
             with contextlib.suppress(OSError):
                 self.fd = os.open(self.directory, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC,
@@ -112,19 +155,25 @@ class _Temporary:
                 self.dir_fd = os.open(self.directory, os.O_RDONLY | os.O_CLOEXEC)
         if self.fd < 0:
             try:
-                self.fd, self.name = tempfile.mkstemp(prefix=".tmp-", suffix="-" + self.base,
+                self.fd, self.name = tempfile.mkstemp(prefix=_prefix(), suffix="-" + self.base,
                                                       dir=self.directory)
             except OSError as exc:  # named after the target, not a temporary name
                 raise OSError(exc.errno, exc.strerror, real) from None
 
     def publish(self, real: str) -> None:
-        """Rename the (still open) file over ``real``."""
+        """Rename the (still open) file over ``real``; an anonymous one is linked as ``real``
+        itself when there is nothing to replace."""
         if self.name is None:
-            # named before it exists: a signal right after the link still finds it to remove
-            self.name = os.path.join(self.directory, f".tmp-{os.urandom(6).hex()}-{self.base}")
             # Given a src_dir_fd, os.link calls linkat with AT_SYMLINK_FOLLOW: the /proc entry
             # is followed to the anonymous file instead of being linked itself.
-            os.link(f"/proc/self/fd/{self.fd}", self.name, src_dir_fd=self.dir_fd)
+            anonymous = f"/proc/self/fd/{self.fd}"
+            with contextlib.suppress(FileExistsError):
+                os.link(anonymous, real, src_dir_fd=self.dir_fd)
+                return
+            # named before it exists: a signal right after the link still finds it to remove
+            self.name = os.path.join(self.directory,
+                                     f"{_prefix()}{os.urandom(6).hex()}-{self.base}")
+            os.link(anonymous, self.name, src_dir_fd=self.dir_fd)
         os.replace(self.name, real)
         self.name = None
 

@@ -67,7 +67,8 @@ def _take_back_deferred() -> int | None:
 
 def _in_callback(frame: FrameType | None) -> bool:
     """Whether the code the signal interrupted may be a callback whose exceptions Python
-    ignores: inside a ``__del__`` method or the ``__init__`` of an object that has one, in the
+    ignores, or one that must not stop halfway: inside a ``__del__`` method, or the ``__init__``
+    or ``delete`` of an object that has one (:func:`_finalizable_method`), in the
     import machinery itself (its module locks are released by weakref callbacks), or in code
     a module runs from a string (Cython modules patch ``collections.abc`` so as they are
     imported, and report an exception there as ignored; ``python -c``'s own code is the main
@@ -77,18 +78,21 @@ def _in_callback(frame: FrameType | None) -> bool:
                               and frame.f_globals.get("__name__") != "__main__"):
         return True
     while frame is not None:
-        if frame.f_code.co_name == "__del__" or _constructing_finalizable(frame):
+        if frame.f_code.co_name == "__del__" or _finalizable_method(frame):
             return True
         frame = frame.f_back
     return False
 
 
-def _constructing_finalizable(frame: FrameType) -> bool:
-    """Whether ``frame`` is the ``__init__`` of an object with a finalizer: interrupted there,
-    the half-built object's ``__del__`` may fail on what ``__init__`` did not set, and Python
-    prints that as "Exception ignored" (PySAT's ``Cadical195`` when a signal hit a corpus run
-    while its solver was built)."""
-    if frame.f_code.co_name != "__init__":
+def _finalizable_method(frame: FrameType) -> bool:
+    """Whether ``frame`` is the ``__init__`` or the explicit destructor (``delete``) of an
+    object with a finalizer. Interrupted in ``__init__``, the half-built object's ``__del__``
+    may fail on what ``__init__`` did not set, and Python prints that as "Exception ignored"
+    (PySAT's ``Cadical195`` when a signal hit a corpus run while its solver was built).
+    Interrupted in ``delete`` between freeing the native object and forgetting it (PySAT's
+    ``pysolvers.minisat22_del(self.minisat)`` then ``self.minisat = None``), ``__del__`` frees
+    it again: a crash (exit -11 of ``crosscheck`` under SIGHUP in the fault suite)."""
+    if frame.f_code.co_name not in ("__init__", "delete"):
         return False
     obj = frame.f_locals.get("self")
     return obj is not None and hasattr(type(obj), "__del__")
@@ -131,14 +135,40 @@ def _pysat_interrupt(exc: BaseException) -> bool:
 def interruptible() -> Iterator[None]:
     """Around PySAT calls: a SIGINT that PySAT caught raises KeyboardInterrupt (and counts as
     the signal that ended the run), so that callers stop as on any other Ctrl-C instead of
-    taking it for a solver failure."""
+    taking it for a solver failure.
+
+    PySAT installs its own SIGINT handler for each call made in the main thread, which jumps
+    back into the call with ``longjmp``, and does not put the previous one back when it has
+    caught the signal: a second SIGINT would jump into a call that has returned (a crash).
+    The run's handler is installed again here. A run that ignores SIGINT (a background job,
+    ``nohup``-like wrappers) keeps ignoring it: PySAT is told that the calls are not made in
+    the main thread, the only case in which it leaves SIGINT alone."""
+    main = threading.current_thread() is threading.main_thread()
+    ignored = main and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    with _pysat_leaves_sigint() if ignored else contextlib.nullcontext():
+        try:
+            yield
+        except Exception as exc:
+            if _pysat_interrupt(exc):
+                if main:
+                    signal.signal(signal.SIGINT, signal.getsignal(signal.SIGINT))
+                _received.append(signal.SIGINT)
+                raise KeyboardInterrupt from exc
+            raise
+
+
+@contextlib.contextmanager
+def _pysat_leaves_sigint() -> Iterator[None]:
+    """PySAT's calls install no SIGINT handler in the block: they ask ``MainThread.check()``
+    (one class, imported by each of its modules) whether to."""
+    from pysat._utils import MainThread
+
+    check = MainThread.__dict__["check"]
+    MainThread.check = staticmethod(lambda: False)  # type: ignore[method-assign]
     try:
         yield
-    except Exception as exc:
-        if _pysat_interrupt(exc):
-            _received.append(signal.SIGINT)
-            raise KeyboardInterrupt from exc
-        raise
+    finally:
+        MainThread.check = check  # type: ignore[method-assign]
 
 
 def raised_by_signal(exc: BaseException) -> bool:

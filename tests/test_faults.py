@@ -229,6 +229,7 @@ class Run:
     stderr: str
     ready: bool  # the command reported its handlers installed
     seconds: float  # from then (or from its start) to its exit
+    pid: int
 
 
 def launch(argv: list[str], cwd: Path, logs: Path, sig: int | None = None, delay: float = 0.0,
@@ -276,7 +277,8 @@ def launch(argv: list[str], cwd: Path, logs: Path, sig: int | None = None, delay
         os.close(ready_read)
         if ready_write >= 0:
             os.close(ready_write)
-    return Run(status, out.read_bytes(), err.read_text("utf-8", "replace"), ready, seconds)
+    return Run(status, out.read_bytes(), err.read_text("utf-8", "replace"), ready, seconds,
+               proc.pid)
 
 
 def place_previous(command: Command, work: Path) -> Any:
@@ -402,16 +404,18 @@ def fault(command: Command, inputs: Path, root: Path, sig: int, delay: float, gr
         problems.append("a partial output after a finished run")
     left = leftovers(command, work)
     # A killed corpus build leaves the corpus it was assembling (or swapping out) beside the
-    # target, as documented: the next build removes it (checked below).
-    assembled = [n for n in left if run.status == -signal.SIGKILL and command.kind == "corpus"
-                 and Path(n).name.startswith((f".{command.target}.building-",
-                                              f".{command.target}.old-"))]
-    problems += [f"left behind: {name}" for name in left if name not in assembled]
+    # target, and SIGKILL between naming a temporary file and renaming it leaves that file,
+    # as documented: the next run removes them (checked below).
+    killed = [n for n in left if run.status == -signal.SIGKILL and (
+        Path(n).name.startswith(f".tmp-{run.pid}.") or command.kind == "corpus"
+        and Path(n).name.startswith((f".{command.target}.building-",
+                                     f".{command.target}.old-")))]
+    problems += [f"left behind: {name}" for name in left if name not in killed]
     resume = has_partial and command.resumable and not problems
-    if resume or assembled and not problems:
+    if resume or killed and not problems:
         again = launch(command.args(inputs, *(["--resume"] if resume else []), *extra), work,
                        logs)
-        run_name = "--resume" if resume else "the next build"
+        run_name = "--resume" if resume else "the next run"
         if again.status != command.ok or snapshot(work / command.target) != command.ref.output:
             problems.append(f"{run_name}: exit {again.status}, target not the reference "
                             f"({again.stderr[-300:]})")
@@ -912,3 +916,114 @@ def test_a_sigint_pysat_catches_in_the_sat_engine_keeps_the_finished_explanation
     assert kept.endswith(b"\n") and reference.startswith(kept)
     assert f"{len(kept.splitlines())} finished explanations kept" in err
     assert not (tmp_path / "e.jsonl").exists()
+
+
+class FreedTwiceIfInterrupted:
+    """An explicit destructor as PySAT's solvers have (``delete``: free the native object, then
+    forget it) with a finalizer that calls it: a SIGTERM between the two steps left the
+    object to be freed again by ``__del__`` (``crosscheck``'s exit -11 under SIGHUP)."""
+
+    freed = 0
+
+    def __init__(self) -> None:
+        self.handle: int | None = 1
+
+    def delete(self) -> None:
+        if self.handle:
+            FreedTwiceIfInterrupted.freed += 1
+            if FreedTwiceIfInterrupted.freed == 1:
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(100_000):  # the handler runs between bytecodes, here
+                    pass
+            self.handle = None
+
+    def __del__(self) -> None:
+        self.delete()
+
+
+def test_a_signal_waits_out_the_explicit_destructor_of_an_object_with_a_finalizer(capsys):
+    """Interrupted inside ``delete``, the signal comes again once it is done: the object is
+    freed once, and the run ends as interrupted."""
+    import argparse
+
+    from rfcircuits.cli.engine import run
+
+    def handler(args: argparse.Namespace) -> int:
+        FreedTwiceIfInterrupted().delete()
+        time.sleep(60)  # the deferred signal ends it (10 ms later)
+        return 0
+
+    assert run(argparse.Namespace(command="crosscheck", handler=handler)) == 128 + signal.SIGTERM
+    assert "rfcircuits crosscheck: interrupted" in capsys.readouterr().err
+    assert FreedTwiceIfInterrupted.freed == 1
+
+
+def sigint_disposition() -> int:
+    """The address of the SIGINT handler the kernel runs (not Python's record of it)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    action = ctypes.create_string_buffer(256)  # struct sigaction; its first field, the handler
+    assert libc.sigaction(signal.SIGINT, None, action) == 0
+    return int.from_bytes(action.raw[:ctypes.sizeof(ctypes.c_void_p)], sys.byteorder)
+
+
+def pigeonhole(holes: int) -> list[list[int]]:
+    """``holes + 1`` pigeons in ``holes`` holes: unsatisfiable, and exponentially hard for
+    MiniSat, so that a solver call runs until a signal stops it."""
+    var = {(p, h): p * holes + h + 1 for p in range(holes + 1) for h in range(holes)}
+    clauses = [[var[p, h] for h in range(holes)] for p in range(holes + 1)]
+    clauses += [[-var[p, h], -var[q, h]] for h in range(holes)
+                for p in range(holes + 1) for q in range(p)]
+    return clauses
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the disposition with sigaction")
+def test_the_run_s_sigint_handler_is_back_after_pysat_caught_one():
+    """PySAT's C code catches a SIGINT during a call with a handler of its own and does not put
+    the previous one back: a second SIGINT jumped into a call that had returned. After
+    :func:`interruptible` turned the first into KeyboardInterrupt, the kernel runs Python's
+    handler again."""
+    from pysat.solvers import Solver
+
+    from rfcircuits.interrupts import interruptible, signals_as_interrupts
+
+    with signals_as_interrupts():
+        pythons = sigint_disposition()
+        with Solver(name="minisat22", bootstrap_with=pigeonhole(12)) as solver:
+            # from another process: the call holds the GIL, a thread of ours would wait
+            sender = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {os.getpid()}"])
+            with pytest.raises(KeyboardInterrupt) as caught, interruptible():
+                solver.solve()
+            sender.wait()
+        assert "Caught keyboard interrupt" in str(caught.value.__cause__)  # PySAT caught it
+        assert sigint_disposition() == pythons
+
+
+def test_pysat_leaves_an_ignored_sigint_ignored(monkeypatch):
+    """A run that ignores SIGINT (a background job) was interrupted by one during PySAT's
+    calls, which install their handler whenever they run in the main thread; under
+    :func:`interruptible` they are told otherwise while SIGINT is ignored."""
+    from pysat.solvers import Solver, pysolvers
+
+    from rfcircuits.interrupts import interruptible
+
+    flags: list[int] = []
+    real = pysolvers.minisat22_solve
+
+    def solve(*args: Any) -> Any:
+        flags.append(args[-1])  # PySAT's "called in the main thread": install the handler
+        return real(*args)
+
+    monkeypatch.setattr(pysolvers, "minisat22_solve", solve)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with Solver(name="minisat22", bootstrap_with=[[1, 2]]) as solver:
+            with interruptible():
+                assert solver.solve()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            with interruptible():
+                assert solver.solve()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert flags == [0, 1]

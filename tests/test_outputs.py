@@ -36,6 +36,45 @@ def test_a_regular_file_is_replaced_only_by_a_complete_document(tmp_path):
     _no_temporaries(tmp_path)
 
 
+def test_a_new_file_is_linked_in_place_without_a_temporary_name(tmp_path, monkeypatch):
+    """Anonymous temporary files get a name only to replace a target: a new target is the
+    anonymous file linked in place, so SIGKILL cannot leave a named temporary file."""
+    import rfcircuits.atomicio as atomicio
+
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no anonymous files here")
+    renamed: list[str] = []
+    real_replace = os.replace
+    monkeypatch.setattr(atomicio.os, "replace",
+                        lambda src, dst: renamed.append(dst) or real_replace(src, dst))
+    write_json(tmp_path / "new.json", [1])
+    write_json(tmp_path / "new.json", [2])
+    assert (tmp_path / "new.json").read_text() == "[2]\n"
+    assert renamed == [str(tmp_path / "new.json")]  # the second write only
+    _no_temporaries(tmp_path)
+
+
+def test_the_next_write_removes_what_a_killed_writer_left(tmp_path):
+    """A temporary file left by a process of this machine that is gone is removed by the next
+    write into its directory; a live process's, another machine's and other hidden files stay."""
+    import subprocess
+    import sys
+
+    import rfcircuits.atomicio as atomicio
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = int(gone.stdout)
+    left = tmp_path / f".tmp-{dead}.{atomicio._HOST}-0123456789ab-out.json"
+    kept = [tmp_path / f".tmp-{os.getppid()}.{atomicio._HOST}-0123456789ab-out.json",
+            tmp_path / f".tmp-{dead}.{'0' * 8 if atomicio._HOST != '0' * 8 else '1' * 8}-x-o",
+            tmp_path / ".tmp-notes"]
+    for path in [left, *kept]:
+        path.write_text("")
+    write_json(tmp_path / "other.json", [1])
+    assert sorted(p for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted(kept)
+
+
 def test_a_symbolic_link_is_written_through(tmp_path):
     (tmp_path / "real.json").write_text("old\n")
     (tmp_path / "link.json").symlink_to("real.json")
