@@ -165,10 +165,11 @@ BY_NAME = {c.name: c for c in COMMANDS}
 
 
 def snapshot(path: Path) -> Any:
-    """The bytes of a file, or of every file under a directory (None: nothing there)."""
+    """The bytes of a file, or of every file under a directory (None: nothing there) but the
+    temporary files of the output rules, which :func:`leftovers` judges."""
     if path.is_dir():
         return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
-                if p.is_file()}
+                if p.is_file() and not p.name.startswith(".tmp-")}
     return path.read_bytes() if path.exists() else None
 
 
