@@ -992,10 +992,11 @@ def test_the_run_s_sigint_handler_is_back_after_pysat_caught_one():
     with signals_as_interrupts():
         pythons = sigint_disposition()
         with Solver(name="minisat22", bootstrap_with=pigeonhole(12)) as solver:
+            solver.conf_budget(20_000_000)  # minutes: the signal comes first, or the test fails
             # from another process: the call holds the GIL, a thread of ours would wait
             sender = subprocess.Popen(["sh", "-c", f"sleep 0.3; kill -INT {os.getpid()}"])
             with pytest.raises(KeyboardInterrupt) as caught, interruptible():
-                solver.solve()
+                solver.solve_limited()
             sender.wait()
         assert "Caught keyboard interrupt" in str(caught.value.__cause__)  # PySAT caught it
         assert sigint_disposition() == pythons
