@@ -1,7 +1,5 @@
 """``python -m rfcircuits``: the command line."""
 
-import sys
+from rfcircuits.cli import entry
 
-from rfcircuits.cli import main
-
-sys.exit(main())
+entry()

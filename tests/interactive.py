@@ -15,8 +15,8 @@ signal.signal(signal.SIGHUP, signal.SIG_DFL)
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
 """
 
-#: A ``-c`` program that runs the command line (its arguments follow) as an interactive run.
-CLI = SIGNALS + """import sys
-from rfcircuits.cli.main import main
-sys.exit(main(sys.argv[1:]))
+#: A ``-c`` program that runs the command line (its arguments follow) as an interactive run,
+#: as the ``rfcircuits`` program does.
+CLI = SIGNALS + """from rfcircuits.cli.main import entry
+entry()
 """

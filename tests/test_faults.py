@@ -91,8 +91,8 @@ def announced():
             os.close(int(ready))
         yield
 engine.signals_as_interrupts = announced
-from rfcircuits.cli.main import main
-sys.exit(main(sys.argv[1:]))
+from rfcircuits.cli.main import entry
+entry()  # as the rfcircuits program does
 """
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
@@ -1029,3 +1029,26 @@ def test_pysat_leaves_an_ignored_sigint_ignored(monkeypatch):
     finally:
         signal.signal(signal.SIGINT, previous)
     assert flags == [0, 1]
+
+
+@pytest.mark.parametrize("inherited", ["interactive", "ignored"])
+def test_a_sigint_once_the_command_is_over_ends_the_program_quietly(inherited, tmp_path):
+    """A SIGINT while the interpreter exits (multiprocessing's exit function, in the fault
+    suite) raised KeyboardInterrupt there and printed "Exception ignored in atexit
+    callback" with a traceback. The program now ends as SIGINT's default action does; one
+    that inherited SIGINT ignored ignores it."""
+    program = interactive.SIGNALS + (
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n" if inherited == "ignored" else "") + """
+import atexit, os, signal, time
+def late():  # a Ctrl-C once the work is done, while the interpreter exits
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(100):
+        time.sleep(0.001)
+atexit.register(late)
+from rfcircuits.cli.main import entry
+entry()
+"""
+    done = subprocess.run([sys.executable, "-c", program, "--version"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stderr == ""
+    assert done.returncode == (0 if inherited == "ignored" else -signal.SIGINT)

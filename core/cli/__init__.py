@@ -5,6 +5,6 @@ This layer sits on top: it imports the library (:mod:`rfcircuits`) and the oracl
 (:mod:`rfcircuits.crosscheck`); neither of them ever imports it.
 """
 
-from rfcircuits.cli.main import main
+from rfcircuits.cli.main import entry, main
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]

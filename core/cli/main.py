@@ -12,9 +12,10 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from rfcircuits import __version__
 from rfcircuits.atomicio import PARTIAL
@@ -522,4 +523,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 1 disagreement, 2 bad input)."""
     args = build_parser().parse_args(argv)
     return run(args)
+
+
+def entry() -> NoReturn:
+    """The ``rfcircuits`` program (its console script, ``python -m rfcircuits``): exits with
+    :func:`main`'s code. Outside the command's own handlers, SIGINT takes its default action,
+    ending the process quietly: Python's handler would raise KeyboardInterrupt in whatever
+    runs then, such as multiprocessing's exit function once the work is done, and print a
+    traceback ("Exception ignored in atexit callback", seen in the fault suite). An inherited
+    "ignored" stays ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.exit(main())
 
