@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
+from rfcircuits.forest import (Branching, Forest, Tree, check_ties, require_hard_votes,
+                               topological_order)
 from rfcircuits.nnf import FALSE, TRUE, NNF
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
@@ -155,6 +156,7 @@ def compile_nnf(forest: Forest, ties: str = "first",
     ``progress(done, total, nnf)`` is called after each comparison network (``len(nnf)``:
     the nodes so far). Per-class seconds include an even share of the tree stage: they add up.
     """
+    require_hard_votes(forest, "the NNF compiler")
     check_ties(ties)
     start = time.perf_counter()
     nnf = NNF(forest.features)

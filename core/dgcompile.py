@@ -45,7 +45,8 @@ from rfcircuits.classformula import Ops, comparisons, pair_outputs, per_class
 from rfcircuits.dgraph import FALSE, TRUE, DG
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.featureorder import feature_order, sift
-from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
+from rfcircuits.forest import (Branching, Forest, Tree, check_ties, mask_blocks,
+                               require_hard_votes, topological_order)
 
 #: How votes are counted (module docstring); the first is the default (with ordered Apply).
 COUNTERS = ("topdown", "totalizer", "oddeven")
@@ -126,6 +127,7 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
     asked policy compiles alone. With ``order="auto"`` a compile whose first attempt stays
     under :data:`SIFT_TRIGGER` nodes returns alone (it is quick anyway).
     """
+    require_hard_votes(forest, "the decision-graph compiler")
     check_ties(ties)
     for policy in also:
         check_ties(policy)

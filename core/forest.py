@@ -12,6 +12,12 @@ oracle, shares only this model.
   branches ``(state mask, child)`` partition the states of the tested feature that are
   feasible there, and :class:`Leaf` nodes carrying a class index.
 - State sets are int bitmasks: bit ``s`` set means state ``s`` is in the set.
+- A forest's ``votes`` says what its trees vote: ``"hard"`` (the paper's), one vote for the
+  class of the leaf reached; ``"soft"``, each leaf's per-class ``weights`` (float64, as the
+  library computed them: probabilities of a scikit-learn forest, a boosted tree's scaled
+  values), summed with the forest's ``init``. The decision is the class with the largest
+  sum, computed exactly: every float64 is a dyadic rational, so the weights are scaled to
+  integers by a common power of two (:attr:`Forest.scale`) and summed as Python ints.
 - A forest's ``input_dtype`` says how a raw number is read before it meets the thresholds:
   ``"float64"`` as it is, ``"float32"`` rounded to the nearest float32 first, as scikit-learn
   casts its inputs (:func:`read_value`). Every placement of a raw number goes through it.
@@ -33,6 +39,7 @@ from rfcircuits.jsonio import load_json_file
 
 FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
+VOTES = ("hard", "soft")
 INPUT_DTYPES = ("float64", "float32")
 #: Runs of at least this many states are written ``[first, last]`` in forest files.
 RUN_STATES = 32
@@ -192,9 +199,12 @@ class Branching:
 
 @dataclass(frozen=True, slots=True)
 class Leaf:
-    """Tree leaf voting for class index ``label``."""
+    """Tree leaf voting for class index ``label`` (hard votes), or adding ``weights``, one
+    float64 per class, to the sums (soft votes; ``label`` is then the first class of largest
+    weight, for display)."""
 
     label: int
+    weights: tuple[float, ...] | None = None
 
 
 TreeNode = Branching | Leaf
@@ -208,16 +218,24 @@ class Tree:
 
     def vote(self, x: Sequence[int]) -> int:
         """The class index this tree votes for on instance ``x`` (state indices)."""
+        leaf = self.nodes[self.leaf(x)]
+        assert type(leaf) is Leaf
+        return leaf.label
+
+    def leaf(self, x: Sequence[int]) -> int:
+        """The index of the leaf instance ``x`` (state indices) reaches."""
+        k = 0
         node = self.nodes[0]
         while type(node) is Branching:
             bit = 1 << x[node.feature]
             for mask, child in node.branches:
                 if mask & bit:
+                    k = child
                     node = self.nodes[child]
                     break
             else:  # pragma: no cover - validation makes branches cover feasible states
                 raise AssertionError("instance state not covered by any branch")
-        return node.label
+        return k
 
 
 @dataclass(frozen=True)
@@ -232,25 +250,66 @@ class Forest:
     classes: tuple[str, ...]
     trees: tuple[Tree, ...]
     input_dtype: str = "float64"
+    voting: str = "hard"
+    #: Soft votes: what every sum starts from, one float64 per class (None: zeros).
+    init: tuple[float, ...] | None = None
     feature_index: dict[str, int] = field(init=False, repr=False, compare=False)
+    #: Soft votes: the power of two that makes every weight and ``init`` an integer.
+    scale: int = field(init=False, repr=False, compare=False)
+    #: Soft votes: per tree, per node, the leaf's weights times ``2**scale`` (None elsewhere).
+    int_weights: tuple[tuple[tuple[int, ...] | None, ...], ...] = field(
+        init=False, repr=False, compare=False)
+    int_init: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "features", tuple(self.features))
         object.__setattr__(self, "classes", tuple(self.classes))
         object.__setattr__(self, "trees", tuple(self.trees))
+        if self.init is not None:
+            object.__setattr__(self, "init", tuple(float(w) for w in self.init))
         object.__setattr__(self, "feature_index", {f.name: i for i, f in enumerate(self.features)})
         check_forest(self)
+        self._scale_weights()
+
+    def _scale_weights(self) -> None:
+        """Exact integer weights: a finite float64 is ``n / 2**k``; all are scaled by the
+        largest ``2**k``."""
+        init = self.init or (0.0,) * len(self.classes)
+        leaves = [n.weights for t in self.trees for n in t.nodes
+                  if type(n) is Leaf and n.weights is not None]
+        scale = max((w.as_integer_ratio()[1].bit_length() - 1
+                     for ws in [init, *leaves] for w in ws), default=0)
+
+        def exact(ws: Sequence[float]) -> tuple[int, ...]:
+            return tuple(n << (scale - d.bit_length() + 1)
+                         for n, d in (w.as_integer_ratio() for w in ws))
+
+        object.__setattr__(self, "scale", scale)
+        object.__setattr__(self, "int_init", exact(init))
+        object.__setattr__(self, "int_weights", tuple(
+            tuple(exact(n.weights) if type(n) is Leaf and n.weights is not None else None
+                  for n in t.nodes) for t in self.trees))
 
     @property
     def n_nodes(self) -> int:
         return sum(len(t.nodes) for t in self.trees)
 
     def votes(self, x: Sequence[int]) -> list[int]:
-        """``v_i(x)`` for every class index ``i``."""
-        counts = [0] * len(self.classes)
-        for tree in self.trees:
-            counts[tree.vote(x)] += 1
-        return counts
+        """``v_i(x)`` for every class index ``i``: the trees voting for ``i`` (hard votes), or
+        the exact sum of ``init`` and the weights for ``i`` of the leaves ``x`` reaches, times
+        ``2**scale`` (soft votes)."""
+        if self.voting == "hard":
+            counts = [0] * len(self.classes)
+            for tree in self.trees:
+                counts[tree.vote(x)] += 1
+            return counts
+        sums = list(self.int_init)
+        for tree, weights in zip(self.trees, self.int_weights):
+            leaf = weights[tree.leaf(x)]
+            assert leaf is not None
+            for i, w in enumerate(leaf):
+                sums[i] += w
+        return sums
 
     def classes_of(self, x: Sequence[int], ties: str = "first") -> list[int]:
         """All classes ``c`` with ``x ⊨ R^c`` under the tie policy (docs/semantics.md §3)."""
@@ -270,9 +329,21 @@ class Forest:
         doc: dict[str, Any] = {"format": FOREST_FORMAT}
         if self.input_dtype != "float64":
             doc["input_dtype"] = self.input_dtype
+        if self.voting != "hard":
+            doc["votes"] = self.voting
+        if self.init is not None:
+            doc["init"] = list(self.init)
         doc.update(classes=list(self.classes), features=[f.to_json() for f in self.features],
                    trees=[{"nodes": [_node_json(self, n) for n in t.nodes]} for t in self.trees])
         return doc
+
+
+def require_hard_votes(forest: Forest, who: str) -> None:
+    """Refuse a forest of soft votes where only hard votes are compiled so far: its class
+    formulas would silently be the hard vote's."""
+    if forest.voting != "hard":
+        raise InputError(f"{who} supports only forests of hard votes so far; this forest has "
+                         f"{forest.voting} votes (the brute-force oracle takes both)")
 
 
 def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
@@ -289,6 +360,8 @@ def check_ties(ties: str) -> str:
 
 def _node_json(forest: Forest, node: TreeNode) -> dict[str, Any]:
     if type(node) is Leaf:
+        if node.weights is not None:
+            return {"weights": list(node.weights)}
         return {"class": forest.classes[node.label]}
     return {"feature": forest.features[node.feature].name,
             "branches": [[states_json(m), c] for m, c in node.branches]}
@@ -310,6 +383,11 @@ def check_forest(forest: Forest) -> None:
                          f"{', '.join(INPUT_DTYPES)}")
     if not forest.classes:
         raise InputError("classes: at least one class is required")
+    check_choice("votes", forest.voting, VOTES)
+    if forest.init is not None:
+        if forest.voting == "hard":
+            raise InputError("init: only soft votes start from initial sums")
+        _check_weights("init", forest.init, len(forest.classes))
     _unique("classes", forest.classes)
     _unique("features", [f.name for f in forest.features])
     for f in forest.features:
@@ -325,6 +403,14 @@ def check_forest(forest: Forest) -> None:
         raise InputError("trees: at least one tree is required")
     for t, tree in enumerate(forest.trees):
         _check_tree(forest, t, tree)
+
+
+def _check_weights(where: str, weights: Sequence[float], n_classes: int) -> None:
+    if len(weights) != n_classes:
+        raise InputError(f"{where}: {len(weights)} weights for {n_classes} classes")
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+            raise InputError(f"{where}: weights must be finite numbers, found {w!r}")
 
 
 def _unique(what: str, names: Sequence[str]) -> None:
@@ -345,6 +431,13 @@ def _check_tree(forest: Forest, t: int, tree: Tree) -> None:
         if type(node) is Leaf:
             if not 0 <= node.label < n_classes:
                 raise InputError(f"{where}: unknown class index {node.label}")
+            if forest.voting == "hard" and node.weights is not None:
+                raise InputError(f"{where}: weights in a forest of hard votes (set votes to "
+                                 "'soft')")
+            if forest.voting == "soft":
+                if node.weights is None:
+                    raise InputError(f"{where}: a leaf of a forest of soft votes needs weights")
+                _check_weights(where, node.weights, n_classes)
             continue
         if not 0 <= node.feature < len(forest.features):
             raise InputError(f"{where}: unknown feature index {node.feature}")
@@ -500,7 +593,8 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
     fmt = r.get(obj, "format", str, "forest")
     if fmt != FOREST_FORMAT:
         raise r.fail("forest", f"field 'format' must be {FOREST_FORMAT!r}, not {fmt!r}")
-    r.only(obj, ("format", "input_dtype", "classes", "features", "trees", "meta"), "forest")
+    r.only(obj, ("format", "input_dtype", "votes", "init", "classes", "features", "trees",
+                 "meta"), "forest")
     input_dtype = r.get(obj, "input_dtype", str, "forest") if "input_dtype" in obj else "float64"
     if input_dtype not in INPUT_DTYPES:
         raise r.fail("forest", f"field 'input_dtype' must be one of "
@@ -554,6 +648,12 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
                     raise r.fail(where, f"unknown class {label!r}")
                 nodes.append(Leaf(class_index[label]))
                 continue
+            if "weights" in nobj:
+                r.only(nobj, ("weights",), where)
+                weights = _float_list(r, nobj, "weights", where)
+                nodes.append(Leaf(max(range(len(weights)), key=weights.__getitem__, default=0),
+                                  weights))
+                continue
             r.only(nobj, ("feature", "branches"), where)
             fname = r.get(nobj, "feature", str, where)
             if fname not in index:
@@ -571,10 +671,21 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
                                               lambda problem: r.fail(bwhere, problem)), child))
             nodes.append(Branching(index[fname], tuple(branches)))
         trees.append(Tree(tuple(nodes)))
+    voting = r.get(obj, "votes", str, "forest") if "votes" in obj else "hard"
+    init = _float_list(r, obj, "init", "forest") if "init" in obj else None
     try:
-        return Forest(tuple(features), tuple(classes), tuple(trees), input_dtype)
+        return Forest(tuple(features), tuple(classes), tuple(trees), input_dtype, voting, init)
     except InputError as exc:
         raise r.fail("forest", str(exc)) from None
+
+
+def _float_list(r: JsonReader, obj: dict[str, Any], key: str, where: str) -> tuple[float, ...]:
+    """A list of finite numbers, as float64 (JSON integers too)."""
+    values = r.get(obj, key, list, where)
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise r.fail(where, f"{key}: finite numbers expected, found {v!r}")
+    return tuple(float(v) for v in values)
 
 
 def parse_states(feature: Feature, states: Any, fail: Callable[[str], InputError]) -> int:

@@ -72,7 +72,7 @@ from typing import Any
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.forest import (TIES, Branching, Forest, Instance, JsonReader, Leaf, Tree,
-                               check_ties, load_json_file, parse_states)
+                               check_ties, load_json_file, parse_states, require_hard_votes)
 from rfcircuits.terms import Clause, Term
 
 NNF_FORMAT = "rfcircuits.nnf/1"
@@ -164,6 +164,7 @@ class BddOracle:
     """Class formulas of a forest as BDDs, and every explanation field computed from them."""
 
     def __init__(self, forest: Forest, ties: str = "first", backend: str = "auto") -> None:
+        require_hard_votes(forest, "the BDD oracle")
         self.forest = forest
         self.ties = check_ties(ties)
         self.backend, self.bdd = _manager(backend)

@@ -102,7 +102,8 @@ from pysat.solvers import Solver, SolverNames
 
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
+from rfcircuits.forest import (TIES, Branching, Forest, Instance, Leaf, mask_blocks,
+                               require_hard_votes)
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Clause, Literal, Term
@@ -171,6 +172,7 @@ class SatOracle:
 
     def __init__(self, forest: Forest, ties: str = "first", encoding: str = "kmtotalizer",
                  solver: str = "cadical195") -> None:
+        require_hard_votes(forest, "the SAT oracle")
         if encoding not in ENCODINGS:
             raise InputError(f"unknown cardinality encoding {encoding!r}: expected one of "
                              f"{', '.join(ENCODINGS)}")
