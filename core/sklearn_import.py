@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from rfcircuits.errors import InputError
-from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
-                               float32_floor, read_values)
+from rfcircuits.errors import InputError, check_choice
+from rfcircuits.forest import (VOTES, Branching, Feature, Forest, Instance, Leaf, Tree,
+                               TreeNode, float32_floor, read_values)
 
 SUPPORTED = "RandomForestClassifier, ExtraTreesClassifier or DecisionTreeClassifier"
 
@@ -82,9 +82,16 @@ def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[flo
 
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
-                        class_names: Sequence[str] | None = None, merge: bool = True) -> Forest:
-    """The forest of a fitted scikit-learn classifier (hard-majority semantics,
-    docs/semantics.md §3), with ``input_dtype`` ``"float32"`` (module docstring).
+                        class_names: Sequence[str] | None = None, merge: bool = True,
+                        votes: str = "hard") -> Forest:
+    """The forest of a fitted scikit-learn classifier, with ``input_dtype`` ``"float32"``
+    (module docstring).
+
+    ``votes="hard"``: each tree votes for its leaf's argmax class (the paper's semantics,
+    docs/semantics.md §3). ``votes="soft"``: each leaf carries the class probabilities its
+    tree's ``predict_proba`` returns there (``tree_.value``, weighted by ``class_weight`` and
+    sample weights as fitted), so that the largest exact sum is the class the model's
+    ``predict`` takes, which averages them.
 
     ``merge=False`` keeps every distinct threshold and reads inputs as float64: the forest as
     an explainer that compares float64 values with the thresholds sees it, states that no
@@ -119,13 +126,16 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
             (sorted(ts), {t: k for k, t in enumerate(sorted(ts))})
         features.append(Feature.numeric(name, kept))
         index.append(where)
-    trees = [_convert(est.tree_, features, index) for est in estimators]
+    check_choice("votes", votes, VOTES)
+    trees = [_convert(est.tree_, features, index, votes == "soft") for est in estimators]
     return Forest(tuple(features), tuple(classes), tuple(trees),
-                  "float32" if merge else "float64")
+                  "float32" if merge else "float64", votes)
 
 
-def _convert(t: Any, features: list[Feature], index: list[dict[float, int]]) -> Tree:
-    """One sklearn tree, iteratively (sklearn trees can be deeper than Python's stack)."""
+def _convert(t: Any, features: list[Feature], index: list[dict[float, int]],
+             soft: bool) -> Tree:
+    """One sklearn tree, iteratively (sklearn trees can be deeper than Python's stack); its
+    leaves carry their class probabilities when ``soft``."""
     left_of, right_of, feat, thr = t.children_left, t.children_right, t.feature, t.threshold
     winners = np.argmax(t.value[:, 0, :], axis=1)
     nodes: list[TreeNode | None] = [None]
@@ -142,7 +152,8 @@ def _convert(t: Any, features: list[Feature], index: list[dict[float, int]]) -> 
                 break
             sk = left_of[sk] if left else right_of[sk]
         else:
-            nodes[slot] = Leaf(int(winners[sk]))
+            nodes[slot] = Leaf(int(winners[sk]), tuple(
+                float(p) for p in t.value[sk, 0, :]) if soft else None)
             continue
         l_slot, r_slot = len(nodes), len(nodes) + 1
         nodes.extend((None, None))

@@ -102,3 +102,26 @@ def test_soft_forest_files_follow_their_schema():
     assert_valid("forest", doc)
     doc["trees"][0]["nodes"][1]["class"] = "a"  # a leaf is one kind or the other
     assert problems("forest", doc)
+
+
+@pytest.mark.parametrize("weights", ["none", "class_weight", "sample_weight"])
+def test_soft_import_decides_what_predict_decides(weights):
+    """Imported with soft votes, the forest's exact decision is the model's ``predict`` on
+    every row; with hard votes it differs on some (the rows this product explained wrongly
+    for scikit-learn forests before)."""
+    import numpy as np
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0,
+                                   class_weight="balanced" if weights == "class_weight" else None)
+    model.fit(X, y, sample_weight=np.arange(1, len(y) + 1) % 5 + 1
+              if weights == "sample_weight" else None)
+    predicted = list(model.predict(X))
+    soft, hard = (forest_from_sklearn(model, votes=v) for v in ("soft", "hard"))
+    rows = instances_from_values(soft, X)
+    assert [model.classes_[soft.decision(x)] for x in rows] == predicted
+    assert [model.classes_[hard.decision(x)] for x in rows] != predicted
