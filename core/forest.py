@@ -311,6 +311,31 @@ class Forest:
                 sums[i] += w
         return sums
 
+    def near_tie(self, x: Sequence[int]) -> bool:
+        """Soft votes: whether a float64 summation of the weights, in any order (scikit-learn
+        adds its trees' probabilities in the order its threads finish) and then divided by
+        the number of trees, could order the two best classes otherwise than the exact sums
+        do, or tie them. Such an instance's decision is the library's rounding, not the
+        model's: it is flagged, never explained silently. Hard votes: False.
+
+        Bound: a sum of ``n`` float64 terms is within ``(n - 1) u Σ|w|`` of the exact sum
+        (``u = 2**-53``), and the division adds at most ``u`` times the quotient; the gap
+        must exceed both classes' errors."""
+        if self.voting == "hard":
+            return False
+        sums = self.votes(x)
+        size = [abs(w) for w in self.int_init]
+        for tree, weights in zip(self.trees, self.int_weights):
+            leaf = weights[tree.leaf(x)]
+            assert leaf is not None
+            for i, w in enumerate(leaf):
+                size[i] += abs(w)
+        best = max(range(len(sums)), key=sums.__getitem__)
+        terms = len(self.trees) + (self.init is not None)
+        return any(i != best
+                   and (sums[best] - sums[i]) << 53 <= (terms + 1) * (size[best] + size[i])
+                   for i in range(len(sums)))
+
     def classes_of(self, x: Sequence[int], ties: str = "first") -> list[int]:
         """All classes ``c`` with ``x ⊨ R^c`` under the tie policy (docs/semantics.md §3)."""
         return classes_from_votes(self.votes(x), ties)

@@ -125,3 +125,46 @@ def test_soft_import_decides_what_predict_decides(weights):
     rows = instances_from_values(soft, X)
     assert [model.classes_[soft.decision(x)] for x in rows] == predicted
     assert [model.classes_[hard.decision(x)] for x in rows] != predicted
+
+
+def float_decisions(leaves: list[list[float]], state: int, orders: int, seed: int) -> set[int]:
+    """The classes numpy's argmax takes from float64 sums of the leaves ``state`` reaches,
+    added in ``orders`` random orders and divided by the number of trees, as scikit-learn's
+    forests do (the order is their threads')."""
+    import random
+
+    import numpy as np
+
+    rng = random.Random(seed)
+    reached = [leaves[t + state] for t in range(0, len(leaves), 2)]
+    found = set()
+    for _ in range(orders):
+        rng.shuffle(reached)
+        total = np.zeros(3)
+        for w in reached:
+            total += np.asarray(w)
+        found.add(int(np.argmax(total / len(reached))))
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.0, 0.1, 0.2, 0.3, 0.7, 1 / 3, 2 / 3, 0.5, 1.0]),
+                         min_size=3, max_size=3), min_size=2, max_size=16)
+       .filter(lambda ls: len(ls) % 2 == 0), st.integers(0, 2 ** 32))
+def test_only_near_ties_can_be_decided_otherwise_by_float_sums(leaves, seed):
+    """An instance not flagged as a near tie gets the exact decision from float64 sums in
+    any order; the weights are a few values whose sums often tie exactly."""
+    forest = forest_from_json(soft_doc(leaves))
+    for state in (0, 1):
+        if not forest.near_tie((state,)):
+            assert float_decisions(leaves, state, 20, seed) == {forest.decision((state,))}
+
+
+def test_an_exact_tie_that_float_sums_break_is_flagged():
+    """a and b tie exactly on state 0; summed in float64 they come out as 1.0 and
+    0.9999999999999999 or the reverse, by the order (four trees: the division is exact)."""
+    leaves = [[0.1, 0.7, 0.0], [0.0, 0.0, 1.0], [0.2, 0.2, 0.0], [0.0, 0.0, 1.0],
+              [0.7, 0.1, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    forest = forest_from_json(soft_doc(leaves))
+    assert forest.near_tie((0,)) and not forest.near_tie((1,))
+    assert float_decisions(leaves, 0, 50, 0) == {0, 1}
