@@ -178,7 +178,7 @@ def as_class_names(labels: Sequence[str], classes: Sequence[str], where: str) ->
 
 @dataclass
 class Scored:
-    """Rows placed in a forest's states, and how its hard-majority vote fares on them."""
+    """Rows placed in a forest's states, and how its vote fares on them."""
 
     instances: list[Instance]
     accuracy: float | None  # against the labels; None without labels; NaN without rows
@@ -187,8 +187,9 @@ class Scored:
 
 def score(model: Any, forest: Forest, X: np.ndarray, labels: Sequence[str] | None = None,
           where: Callable[[int, int], str] | None = None) -> Scored:
-    """The states of rows ``X``, the fraction of rows whose hard-majority vote is their label
-    (a class name), and the fraction where it is the model's ``predict``."""
+    """The states of rows ``X``, the fraction of rows whose vote (hard or soft, as the forest
+    says) is their label (a class name), and the fraction where it is the model's
+    ``predict``."""
     instances = instances_from_values(forest, X, where)
     if not instances:
         return Scored(instances, None if labels is None else math.nan, math.nan)

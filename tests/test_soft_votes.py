@@ -168,3 +168,27 @@ def test_an_exact_tie_that_float_sums_break_is_flagged():
     forest = forest_from_json(soft_doc(leaves))
     assert forest.near_tie((0,)) and not forest.near_tie((1,))
     assert float_decisions(leaves, 0, 50, 0) == {0, 1}
+
+
+def test_import_votes_soft_reports_full_agreement_with_predict(tmp_path, capsys):
+    import joblib
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import RandomForestClassifier
+
+    from rfcircuits.cli.main import main
+    from rfcircuits.forest import load_forest
+
+    data = load_breast_cancer(as_frame=True)
+    model = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0)
+    model.fit(data.data, data.target)
+    joblib.dump(model, tmp_path / "m.joblib")
+    data.frame.to_csv(tmp_path / "rows.csv", index=False)
+    common = ["import", "--model", str(tmp_path / "m.joblib"), "--data",
+              str(tmp_path / "rows.csv"), "--target", "target"]
+    assert main([*common, "--out", str(tmp_path / "hard.json")]) == 0
+    assert "vote agrees with sklearn predict: 100.00%" not in capsys.readouterr().out
+    assert main([*common, "--out", str(tmp_path / "soft.json"), "--votes", "soft"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy (exact soft vote)" in out
+    assert "vote agrees with sklearn predict: 100.00% of rows" in out
+    assert load_forest(tmp_path / "soft.json").voting == "soft"

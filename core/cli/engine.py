@@ -26,7 +26,7 @@ from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir,
 from rfcircuits.interrupts import exit_status, raised_by_signal, signals_as_interrupts
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.explanation import FORMATS, TEXT_LIMIT
-from rfcircuits.forest import TIES, Forest, load_forest, save_forest
+from rfcircuits.forest import TIES, VOTES, Forest, load_forest, save_forest
 from rfcircuits.formats import circuit_stem
 from rfcircuits.progress import Progress
 
@@ -108,6 +108,11 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--class-names", metavar="A,B,...",
                    help="names for the model's classes, in the order of its classes_ (default: "
                         "classes_ as text, e.g. 0,1,2); --data's labels stay those of classes_")
+    p.add_argument("--votes", choices=VOTES, default="hard",
+                   help="hard: each tree votes for its leaf's class (the paper's majority "
+                        "vote); soft: the leaves' class probabilities are summed exactly, the "
+                        "decision the model's predict makes (so far only the brute-force "
+                        "oracle explains soft votes)")
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("compile", help="compile class formulas into circuits")
@@ -349,14 +354,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def report(head: str, forest: Forest, scored: Scored | None, rows: str) -> None:
     """What ``train`` and ``import`` print about a forest: its size and, for ``scored`` rows,
-    how its hard-majority vote fares against their labels (when they have some) and against
+    how its vote (hard or soft) fares against their labels (when they have some) and against
     the model's ``predict``."""
     print(f"{head}, {forest.n_nodes} nodes" +
           (f"; {len(scored.instances)} {rows}" if scored else ""))
     if scored is None:
         return
     if scored.accuracy is not None:
-        print(f"accuracy (hard-majority vote): {100 * scored.accuracy:.2f}%")
+        vote = "hard-majority vote" if forest.voting == "hard" else "exact soft vote"
+        print(f"accuracy ({vote}): {100 * scored.accuracy:.2f}%")
     print(f"vote agrees with sklearn predict: {100 * scored.vote_agreement:.2f}% of {rows}")
 
 
@@ -368,7 +374,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     check_output(args.out)
     model = load_model(args.model)
-    forest = forest_from_sklearn(model)  # checks the model first
+    forest = forest_from_sklearn(model, votes=args.votes)  # checks the model first
     given = list(forest.classes)
     if args.class_names is not None:
         forest = dataclasses.replace(forest, classes=class_names(args.class_names, len(given)))
