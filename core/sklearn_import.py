@@ -28,12 +28,14 @@ from rfcircuits.errors import InputError, check_choice
 from rfcircuits.forest import (VOTES, Branching, Feature, Forest, Instance, Leaf, Tree,
                                TreeNode, float32_floor, read_values)
 
-SUPPORTED = "RandomForestClassifier, ExtraTreesClassifier or DecisionTreeClassifier"
+SUPPORTED = ("RandomForestClassifier, ExtraTreesClassifier, DecisionTreeClassifier or "
+             "GradientBoostingClassifier")
 
 
 def _estimators(model: Any) -> list[Any]:
     """The fitted trees of a supported model; InputError for anything else."""
-    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingClassifier,
+                                  RandomForestClassifier)
     from sklearn.exceptions import NotFittedError
     from sklearn.pipeline import Pipeline
     from sklearn.tree import DecisionTreeClassifier
@@ -46,7 +48,7 @@ def _estimators(model: Any) -> list[Any]:
                          "its final estimator (pipeline[-1]) only if those steps leave the "
                          "features unchanged")
     if not isinstance(model, (RandomForestClassifier, ExtraTreesClassifier,
-                              DecisionTreeClassifier)):
+                              DecisionTreeClassifier, GradientBoostingClassifier)):
         raise InputError(f"cannot import a {name}: expected a fitted {SUPPORTED}")
     try:
         check_is_fitted(model)
@@ -54,7 +56,22 @@ def _estimators(model: Any) -> list[Any]:
         raise InputError(f"cannot import an unfitted {name}: fit it first") from None
     if isinstance(model, DecisionTreeClassifier):
         return [model]
+    if isinstance(model, GradientBoostingClassifier):
+        return list(model.estimators_.ravel())  # stage by stage, a tree per class in each
     return list(model.estimators_)
+
+
+def _boosted_init(model: Any) -> tuple[float, ...]:
+    """A boosted model's initial raw scores, per class of the forest: the same for every
+    input when its ``init`` is the class prior (the default) or zero; InputError otherwise."""
+    from sklearn.dummy import DummyClassifier
+
+    init = model.init_
+    if not (init == "zero" or isinstance(init, DummyClassifier) and init.strategy == "prior"):
+        raise InputError(f"cannot import a {type(model).__name__} whose init estimator is "
+                         f"{type(init).__name__}: its initial scores depend on the input")
+    raw = [float(v) for v in model._raw_predict_init(np.zeros((1, model.n_features_in_)))[0]]
+    return (0.0, raw[0]) if len(raw) == 1 else tuple(raw)
 
 
 def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[float, int]]:
@@ -83,7 +100,7 @@ def merge_thresholds(thresholds: Iterable[float]) -> tuple[list[float], dict[flo
 
 def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
                         class_names: Sequence[str] | None = None, merge: bool = True,
-                        votes: str = "hard") -> Forest:
+                        votes: str | None = None) -> Forest:
     """The forest of a fitted scikit-learn classifier, with ``input_dtype`` ``"float32"``
     (module docstring).
 
@@ -92,6 +109,15 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     tree's ``predict_proba`` returns there (``tree_.value``, weighted by ``class_weight`` and
     sample weights as fitted), so that the largest exact sum is the class the model's
     ``predict`` takes, which averages them.
+
+    ``votes=None``: hard for forests and trees (so far: the engines compile hard votes
+    only), soft for boosted models. A ``GradientBoostingClassifier`` has soft votes only: its
+    decision is the argmax of raw
+    scores, the initial ones plus each stage's tree of each class, whose leaf adds
+    ``learning_rate * value`` (as the float64 product scikit-learn adds). A binary model has
+    one score, class 1 when it is at least 0: here class 0's sum stays 0, so the exact sums
+    order the classes as ``predict`` does, but an exact tie, which ``predict`` gives to
+    class 1, is a near tie (:meth:`rfcircuits.forest.Forest.near_tie`), flagged.
 
     ``merge=False`` keeps every distinct threshold and reads inputs as float64: the forest as
     an explainer that compares float64 values with the thresholds sees it, states that no
@@ -126,18 +152,48 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
             (sorted(ts), {t: k for k, t in enumerate(sorted(ts))})
         features.append(Feature.numeric(name, kept))
         index.append(where)
-    check_choice("votes", votes, VOTES)
-    trees = [_convert(est.tree_, features, index, votes == "soft") for est in estimators]
+    boosted = hasattr(model, "n_trees_per_iteration_")
+    votes = check_choice("votes", votes or ("soft" if boosted else "hard"), VOTES)
+    init = None
+    if boosted:
+        if votes != "soft":
+            raise InputError(f"a {type(model).__name__} decides by summed scores: import it "
+                             "with soft votes")
+        init = _boosted_init(model)
+        k, scale = model.n_trees_per_iteration_, float(model.learning_rate)
+        n_classes = len(classes)
+        leaf_of = [_score_leaf(n_classes, 1 if k == 1 else c % k, scale)
+                   for c in range(len(estimators))]
+    else:
+        leaf_of = [_class_leaf(votes == "soft")] * len(estimators)
+    trees = [_convert(est.tree_, features, index, leaf) for est, leaf in zip(estimators, leaf_of)]
     return Forest(tuple(features), tuple(classes), tuple(trees),
-                  "float32" if merge else "float64", votes)
+                  "float32" if merge else "float64", votes, init)
+
+
+def _class_leaf(soft: bool) -> Callable[[Any, int], Leaf]:
+    """A classification tree's leaf: its argmax class, and its class probabilities when
+    ``soft``."""
+    def leaf(t: Any, k: int) -> Leaf:
+        value = t.value[k, 0, :]
+        return Leaf(int(np.argmax(value)), tuple(float(p) for p in value) if soft else None)
+    return leaf
+
+
+def _score_leaf(n_classes: int, c: int, scale: float) -> Callable[[Any, int], Leaf]:
+    """A boosted regression tree's leaf for class ``c``: ``scale * value`` added to it."""
+    def leaf(t: Any, k: int) -> Leaf:
+        weights = [0.0] * n_classes
+        weights[c] = scale * float(t.value[k, 0, 0])
+        return Leaf(max(range(n_classes), key=weights.__getitem__), tuple(weights))
+    return leaf
 
 
 def _convert(t: Any, features: list[Feature], index: list[dict[float, int]],
-             soft: bool) -> Tree:
-    """One sklearn tree, iteratively (sklearn trees can be deeper than Python's stack); its
-    leaves carry their class probabilities when ``soft``."""
+             leaf: Callable[[Any, int], Leaf]) -> Tree:
+    """One sklearn tree, iteratively (sklearn trees can be deeper than Python's stack);
+    ``leaf(tree_, node)`` makes its leaves."""
     left_of, right_of, feat, thr = t.children_left, t.children_right, t.feature, t.threshold
-    winners = np.argmax(t.value[:, 0, :], axis=1)
     nodes: list[TreeNode | None] = [None]
     stack: list[tuple[int, dict[int, int], int]] = [(0, {}, 0)]
     while stack:
@@ -152,8 +208,7 @@ def _convert(t: Any, features: list[Feature], index: list[dict[float, int]],
                 break
             sk = left_of[sk] if left else right_of[sk]
         else:
-            nodes[slot] = Leaf(int(winners[sk]), tuple(
-                float(p) for p in t.value[sk, 0, :]) if soft else None)
+            nodes[slot] = leaf(t, sk)
             continue
         l_slot, r_slot = len(nodes), len(nodes) + 1
         nodes.extend((None, None))

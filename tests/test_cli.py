@@ -402,7 +402,7 @@ def _text_file(tmp_path, name):
     (lambda p: _text_file(p, "text.pkl"), "text.pkl: not a pickle or joblib file of a model"),
     (lambda p: _model_file(p, "lr.joblib", LogisticRegression().fit([[0], [1]], [0, 1])),
      "cannot import a LogisticRegression: expected a fitted RandomForestClassifier, "
-     "ExtraTreesClassifier or DecisionTreeClassifier"),
+     "ExtraTreesClassifier, DecisionTreeClassifier or GradientBoostingClassifier"),
     (lambda p: _model_file(p, "unfitted.joblib", ExtraTreesClassifier()),
      "cannot import an unfitted ExtraTreesClassifier: fit it first"),
     (lambda p: _model_file(p, "pipe.joblib", make_pipeline(

@@ -192,3 +192,49 @@ def test_import_votes_soft_reports_full_agreement_with_predict(tmp_path, capsys)
     assert "accuracy (exact soft vote)" in out
     assert "vote agrees with sklearn predict: 100.00% of rows" in out
     assert load_forest(tmp_path / "soft.json").voting == "soft"
+
+
+@pytest.mark.parametrize("load", ["breast_cancer", "wine"])
+def test_gradient_boosting_imports_as_soft_votes_deciding_as_predict(load):
+    """Binary (one score against 0) and multi-class (a tree per class and stage, non-zero
+    initial scores on wine): the exact decision is ``predict``'s on every row."""
+    import numpy as np
+    import sklearn.datasets
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
+
+    X, y = getattr(sklearn.datasets, f"load_{load}")(return_X_y=True)
+    model = GradientBoostingClassifier(n_estimators=30, max_depth=3, random_state=0).fit(X, y)
+    forest = forest_from_sklearn(model, votes="soft")
+    assert len(forest.trees) == model.estimators_.size
+    assert forest.init is not None and any(forest.init)
+    rows = instances_from_values(forest, X)
+    assert not any(forest.near_tie(x) for x in rows)
+    assert [model.classes_[forest.decision(x)] for x in rows] == list(model.predict(X))
+    assert forest_from_sklearn(model) == forest  # boosted: soft votes by default
+    with pytest.raises(InputError, match="import it with soft votes"):
+        forest_from_sklearn(model, votes="hard")
+    model.init_ = "zero"  # as init="zero" fits it: every score starts at 0
+    assert forest_from_sklearn(model, votes="soft").init == (0.0,) * len(forest.classes)
+    assert np.all(model._raw_predict_init(X[:3]) == 0)
+
+
+def test_import_a_boosted_model_from_the_command_line(tmp_path, capsys):
+    import joblib
+    from sklearn.datasets import load_wine
+    from sklearn.ensemble import GradientBoostingClassifier
+
+    from rfcircuits.cli.main import main
+    from rfcircuits.forest import load_forest
+
+    data = load_wine(as_frame=True)
+    model = GradientBoostingClassifier(n_estimators=10, max_depth=2, random_state=0)
+    joblib.dump(model.fit(data.data, data.target), tmp_path / "gb.joblib")
+    data.frame.to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["import", "--model", str(tmp_path / "gb.joblib"), "--data",
+                 str(tmp_path / "rows.csv"), "--target", "target", "--out",
+                 str(tmp_path / "gb.json")]) == 0
+    out = capsys.readouterr().out
+    assert "30 trees, depth 2" in out and "agrees with sklearn predict: 100.00%" in out
+    assert load_forest(tmp_path / "gb.json").voting == "soft"

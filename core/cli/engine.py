@@ -108,11 +108,12 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--class-names", metavar="A,B,...",
                    help="names for the model's classes, in the order of its classes_ (default: "
                         "classes_ as text, e.g. 0,1,2); --data's labels stay those of classes_")
-    p.add_argument("--votes", choices=VOTES, default="hard",
+    p.add_argument("--votes", choices=VOTES,
                    help="hard: each tree votes for its leaf's class (the paper's majority "
-                        "vote); soft: the leaves' class probabilities are summed exactly, the "
-                        "decision the model's predict makes (so far only the brute-force "
-                        "oracle explains soft votes)")
+                        "vote; the default for forests and trees); soft: the leaves' class "
+                        "probabilities, or a boosted model's scores (its only meaning), are "
+                        "summed exactly, the decision the model's predict makes (so far only "
+                        "the brute-force oracle explains soft votes)")
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("compile", help="compile class formulas into circuits")
@@ -369,6 +370,8 @@ def report(head: str, forest: Forest, scored: Scored | None, rows: str) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     """``rfcircuits import``: a pickled scikit-learn model as a forest file; with ``--data``,
     what ``train`` reports, on every row of the CSV."""
+    import numpy as np
+
     from rfcircuits.datasets import as_class_names, load_rows, score
     from rfcircuits.sklearn_import import forest_from_sklearn, load_model
 
@@ -388,7 +391,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         labels = None if rows.labels is None else \
             [renamed.get(y, y) for y in as_class_names(rows.labels, given, args.data)]
         scored = score(model, forest, rows.X, labels, rows.where)
-    estimators = getattr(model, "estimators_", [model])
+    estimators = np.ravel(getattr(model, "estimators_", [model]))  # boosted: stages × classes
     depth = max(int(e.tree_.max_depth) for e in estimators)
     save_forest(forest, args.out)
     report(f"{os.path.basename(args.model)} ({type(model).__name__}): {len(forest.trees)} "
