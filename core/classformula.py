@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rfcircuits.forest import (Branching, Forest, Tree, check_ties, require_hard_votes,
-                               topological_order)
+from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
 from rfcircuits.nnf import FALSE, TRUE, NNF
+from rfcircuits.pbdd import at_least, difference_trees
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
 
@@ -87,6 +87,18 @@ def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int,
         return counts(groups, wanted, ops)
     return evaluate(network(len(inputs), presorted_pairs=len(pos) > 2), inputs, wanted, ops.max,
                     ops.min, ops.false)
+
+
+def soft_pair_outputs(forest: Forest, i: int, j: int, strict: Sequence[bool], ops: Ops[T],
+                      true: T, atoms: Callable[[list[Tree], int], list[list[T]]]) -> list[T]:
+    """``[S_i >= S_j]`` / ``[S_i > S_j]`` (per ``strict`` flag) of a forest of soft votes, as
+    the diagrams of :func:`rfcircuits.pbdd.at_least` sharing their nodes. ``atoms(trees, m)``
+    gives, per relabelled tree (:func:`rfcircuits.pbdd.difference_trees`, at most ``m``
+    labels), its tree formula per label."""
+    values, trees, constant = difference_trees(forest, i, j)
+    formulas = atoms(trees, max((len(v) for v in values), default=1))
+    return at_least(values, [f[:len(v)] for f, v in zip(formulas, values)],
+                    [int(s) - constant for s in strict], ops, true)
 
 
 def tree_formulas(tree: Tree, n_classes: int, leaf: Callable[[bool], T],
@@ -156,7 +168,6 @@ def compile_nnf(forest: Forest, ties: str = "first",
     ``progress(done, total, nnf)`` is called after each comparison network (``len(nnf)``:
     the nodes so far). Per-class seconds include an even share of the tree stage: they add up.
     """
-    require_hard_votes(forest, "the NNF compiler")
     check_ties(ties)
     start = time.perf_counter()
     nnf = NNF(forest.features)
@@ -164,8 +175,12 @@ def compile_nnf(forest: Forest, ties: str = "first",
     def branch(f: int, kids: Sequence[tuple[int, int]]) -> int:
         return nnf.disj(nnf.and2(nnf.literal(f, m), child) for m, child in kids)
 
-    pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, branch)
+    def leaf(v: bool) -> int:
+        return TRUE if v else FALSE
+
     k = len(forest.classes)
+    if forest.voting == "hard":
+        pos, neg = per_class(forest, leaf, branch)
     shared = (time.perf_counter() - start) / k
     ops: Ops[int] = Ops(nnf.or2, nnf.and2, FALSE)
     plans = [comparisons(c, k, ties) for c in range(k)]
@@ -175,7 +190,12 @@ def compile_nnf(forest: Forest, ties: str = "first",
         t0 = time.perf_counter()
         parts = []
         for cmp in plan:
-            parts.append(pair_outputs(pos, neg, cmp.i, cmp.j, [cmp.strict], ops)[0])
+            if forest.voting == "hard":
+                parts.append(pair_outputs(pos, neg, cmp.i, cmp.j, [cmp.strict], ops)[0])
+            else:
+                parts.append(soft_pair_outputs(
+                    forest, cmp.i, cmp.j, [cmp.strict], ops, TRUE,
+                    lambda trees, m: [tree_formulas(t, m, leaf, branch)[0] for t in trees])[0])
             done += 1
             if progress:
                 progress(done, total, nnf)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence, Sized
 
 from rfcircuits.classformula import compile_nnf
-from rfcircuits.forest import Forest, check_ties, mask_blocks, require_hard_votes
+from rfcircuits.forest import Forest, check_ties, mask_blocks
 from rfcircuits.nnf import AND, CONST, LIT, TRUE
 
 
@@ -50,7 +50,6 @@ class CircuitCNF:
 
     def __init__(self, forest: Forest, ties: str = "first",
                  progress: Callable[[int, int, Sized], None] | None = None) -> None:
-        require_hard_votes(forest, "the SAT engine")
         check_ties(ties)
         self.forest = forest
         self.ties = ties

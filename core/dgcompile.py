@@ -24,6 +24,10 @@ Under one feature order all three make the same (canonical) graphs; only the wor
 top-down is the fastest on most forests and creates the fewest nodes (docs/decisions.md,
 "Decision graphs count votes top-down").
 
+Soft votes (weighted leaves) are not counted: each class pair's comparison is the decision
+diagram over the trees of :mod:`rfcircuits.pbdd`, built with Apply from the tree graphs of its
+leaf differences, whatever ``counter`` says.
+
 A decision graph negates by swapping leaves, so one network per unordered class pair ``a < b``
 serves both classes: ``[v_b > v_a] = ¬[v_a >= v_b]`` and ``[v_b >= v_a] = ¬[v_a > v_b]``.
 Alg. 3B keeps ``R^i`` as the list of its comparison graphs (their conjunction); Alg. 3A
@@ -41,12 +45,12 @@ from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 
 from rfcircuits.apply import Apply
-from rfcircuits.classformula import Ops, comparisons, pair_outputs, per_class
+from rfcircuits.classformula import (Ops, comparisons, pair_outputs, per_class, soft_pair_outputs,
+                                     tree_formulas)
 from rfcircuits.dgraph import FALSE, TRUE, DG
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.featureorder import feature_order, sift
-from rfcircuits.forest import (Branching, Forest, Tree, check_ties, mask_blocks,
-                               require_hard_votes, topological_order)
+from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
 
 #: How votes are counted (module docstring); the first is the default (with ordered Apply).
 COUNTERS = ("topdown", "totalizer", "oddeven")
@@ -127,7 +131,6 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
     asked policy compiles alone. With ``order="auto"`` a compile whose first attempt stays
     under :data:`SIFT_TRIGGER` nodes returns alone (it is quick anyway).
     """
-    require_hard_votes(forest, "the decision-graph compiler")
     check_ties(ties)
     for policy in also:
         check_ties(policy)
@@ -240,12 +243,22 @@ def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
     k = len(forest.classes)
     dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
     ap = Apply(dg)
-    if apply == "ordered":
+    soft = forest.voting == "soft"
+    if soft:  # each class pair relabels the trees by its differences (soft_pair_outputs)
+        pos, neg = [], []
+    elif apply == "ordered":
         # The tree stage runs in the store (in C on the C store: the sifting's trial
         # compiles are mostly this stage), with no call back into Python per node.
         pos, neg = dg.store.tree_formulas([tree_code(t) for t in forest.trees], k)
     else:
-        pos, neg = per_class(forest, lambda v: TRUE if v else FALSE, dg.node)
+        pos, neg = per_class(forest, _leaf, dg.node)
+
+    def atoms(trees: list[Tree], m: int) -> list[list[int]]:
+        if apply == "generic":
+            return [tree_formulas(t, m, _leaf, dg.node)[0] for t in trees]
+        by_label = dg.store.tree_formulas([tree_code(t) for t in trees], m)[0]
+        return [[by_label[c][t] for c in range(m)] for t in range(len(trees))]
+
     tree_seconds = time.perf_counter() - start
     seconds = [tree_seconds / k] * k
     ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold)
@@ -258,7 +271,8 @@ def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
     for done, ((a, b), wants) in enumerate(needed.items(), start=1):
         t0 = time.perf_counter()
         stricts = sorted({strict for strict, _, _ in wants})
-        graphs = dict(zip(stricts, pair_outputs(pos, neg, a, b, stricts, ops, counter)))
+        graphs = dict(zip(stricts, soft_pair_outputs(forest, a, b, stricts, ops, TRUE, atoms)
+                          if soft else pair_outputs(pos, neg, a, b, stricts, ops, counter)))
         for strict, owner, negated in wants:
             graph = graphs[strict]
             conjuncts[owner].append(dg.negate(graph) if negated else graph)
@@ -293,6 +307,10 @@ def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
         out.append(DGCompilation(dg, form, mine, spent, tree_seconds, extra, roots_3b,
                                  collected + len(dg)))
     return out
+
+
+def _leaf(value: bool) -> int:
+    return TRUE if value else FALSE
 
 
 def _collect(dg: DG, ap: Apply, *groups: list[list[int]]) -> list[list[list[int]]]:

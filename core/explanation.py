@@ -117,13 +117,16 @@ class Explanation:
     def header_json(self) -> dict[str, Any]:
         """The keys every explanation has: instance, ties, votes, decision, classes."""
         f = self.forest
-        return {
+        out = {
             "instance": instance_to_json(f, self.instance),
             "ties": self.ties,
-            "votes": {f.classes[i]: v for i, v in enumerate(self.votes)},
+            "votes": dict(zip(f.classes, f.readable_votes(self.votes))),
             "decision": f.classes[self.decision],
             "classes": [f.classes[i] for i in self.classes],
         }
+        if f.near_tie(self.instance):
+            out["near_tie"] = True
+        return out
 
     def field_json(self, key: str) -> Any:
         """The JSON value of the field that ``--what`` key ``key`` adds."""
@@ -156,8 +159,11 @@ class Explanation:
         f = self.forest
         states = (_state_text(f, i, s) for i, s in enumerate(self.instance))
         lines = ["instance: " + ", ".join(states),
-                 f"decision: {f.classes[self.decision]} (votes: "
-                 + ", ".join(f"{c} {v}" for c, v in zip(f.classes, self.votes)) + ")"]
+                 f"decision: {f.classes[self.decision]} ({'votes' if f.voting == 'hard' else 'sums'}: "
+                 + ", ".join(f"{c} {v:.6g}" for c, v in zip(f.classes, f.readable_votes(self.votes)))
+                 + ")"]
+        if f.near_tie(self.instance):
+            lines.append(NEAR_TIE_TEXT)
         if self.ties == "all":
             lines.append("classes (ties 'all'): " + ", ".join(f.classes[c] for c in self.classes))
         if self.engine is not None:
@@ -210,7 +216,7 @@ class Explanation:
             count = value if key == "robust" else {f.classes[t]: len(c) for t, c in value} \
                 if key == "ce" else len(value)
             parts.append(f"{WHAT_FIELDS[key].replace('_', ' ')}: {count}")
-        votes = {c: v for c, v in zip(f.classes, self.votes)}
+        votes = dict(zip(f.classes, f.readable_votes(self.votes)))
         return (f"<Explanation: decision {f.classes[self.decision]!r}, votes {votes}"
                 + ("; " + ", ".join(parts) if parts else "") + ">")
 
@@ -219,6 +225,9 @@ class Explanation:
         printer.text(self.to_text())
 
 
+#: The readable form's warning on a near tie (:meth:`rfcircuits.forest.Forest.near_tie`).
+NEAR_TIE_TEXT = ("near tie: the best sums are so close that the library's float arithmetic "
+                 "could decide otherwise; this explains the exact sums' decision")
 #: How the readable form names each engine.
 ENGINE_TEXT = {"graphs": "decision graphs", "sat": "SAT on the NNF circuits"}
 #: The readable form's heading of each list field, saying how to read its items.

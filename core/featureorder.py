@@ -161,11 +161,10 @@ def sift(forest: Forest, order: list[int], created: Created, work: int | None = 
         return made
 
     m = 1
-    while m < len(trees) and nodes(Forest(forest.features, forest.classes, trees[:m + 1]),
+    while m < len(trees) and nodes(forest.with_trees(trees[:m + 1]),
                                    order, window) <= window:
         m += 1
-    windows = [Forest(forest.features, forest.classes,
-                      [trees[(start + i) % len(trees)] for i in range(m)])
+    windows = [forest.with_trees([trees[(start + i) % len(trees)] for i in range(m)])
                for start in range(0, len(trees) if m < len(trees) else 1, max(1, m // 2))]
 
     def exhausted() -> bool:
@@ -207,7 +206,7 @@ def _sampled_best(forest: Forest, candidates: list[list[int]], created: Created)
     half = max(1, len(forest.trees) // 2)
     m = min(2, half)
     while True:
-        sample = Forest(forest.features, forest.classes, forest.trees[:m])
+        sample = forest.with_trees(forest.trees[:m])
         made: list[float] = []
         for order in orders:
             # Stop an order early once it is 4x worse than the best so far, or too big to sample.

@@ -26,6 +26,7 @@ oracle, shares only this model.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 import math
 import os
@@ -290,6 +291,10 @@ class Forest:
             tuple(exact(n.weights) if type(n) is Leaf and n.weights is not None else None
                   for n in t.nodes) for t in self.trees))
 
+    def with_trees(self, trees: Sequence[Tree]) -> Forest:
+        """The same forest (features, classes, votes) with other trees."""
+        return dataclasses.replace(self, trees=tuple(trees))
+
     @property
     def n_nodes(self) -> int:
         return sum(len(t.nodes) for t in self.trees)
@@ -310,6 +315,13 @@ class Forest:
             for i, w in enumerate(leaf):
                 sums[i] += w
         return sums
+
+    def readable_votes(self, votes: Sequence[int]) -> list[int | float]:
+        """:meth:`votes` as people read them: counts (hard votes), or each exact sum as the
+        nearest float64 (soft votes; Python's int division rounds correctly)."""
+        if self.voting == "hard":
+            return list(votes)
+        return [v / (1 << self.scale) for v in votes]
 
     def near_tie(self, x: Sequence[int]) -> bool:
         """Soft votes: whether a float64 summation of the weights, in any order (scikit-learn

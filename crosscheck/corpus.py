@@ -299,7 +299,7 @@ def with_single_state_retests(forest: Forest, rng: random.Random) -> Forest:
                     branches[b] = (mask, len(nodes) - 1)
             nodes[k] = Branching(node.feature, tuple(branches))
         trees.append(Tree(tuple(nodes)))
-    return Forest(forest.features, forest.classes, tuple(trees))
+    return forest.with_trees(trees)
 
 
 def _trained(origin: dict[str, Any]) -> Made:

@@ -1,0 +1,116 @@
+"""Soft votes in the engines: the comparison diagrams of :mod:`rfcircuits.pbdd`, the class
+formulas both engines build from them, and explanations, against the brute-force oracle
+(which sums the weights of each world's leaves exactly)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rfcircuits.classformula import Ops, compile_nnf
+from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.strategies import random_forest, random_instance
+from rfcircuits.dgcompile import compile_dg
+from rfcircuits.explain import Explainer
+from rfcircuits.forest import Forest, Leaf, Tree
+from rfcircuits.pbdd import at_least
+
+#: Weights with exact ties among their sums (1/3 + 2/3 = 1 but 0.1 + 0.2 != 0.3 in float64),
+#: negatives and zeros.
+WEIGHTS = (0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, -0.25, 0.7)
+
+
+def soften(forest: Forest, rng: random.Random, weights=WEIGHTS) -> Forest:
+    """``forest``'s trees with random per-class weights on every leaf, and maybe an init."""
+    k = len(forest.classes)
+    trees = [Tree(tuple(Leaf(n.label, tuple(rng.choice(weights) for _ in range(k)))
+                        if type(n) is Leaf else n for n in t.nodes)) for t in forest.trees]
+    init = tuple(rng.choice(weights) for _ in range(k)) if rng.random() < 0.5 else None
+    return Forest(forest.features, forest.classes, tuple(trees), forest.input_dtype, "soft",
+                  init)
+
+
+def soft_forest(seed: int) -> Forest:
+    rng = random.Random(seed)
+    return soften(random_forest(rng), rng)
+
+
+# -- the diagram alone, on sets of choices --------------------------------------------------
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
+                         max_size=4, unique=True), min_size=0, max_size=5),
+       st.lists(st.integers(-2 ** 71, 2 ** 71) | st.integers(-8, 8), min_size=1, max_size=4))
+def test_at_least_holds_exactly_on_the_choices_whose_sum_reaches_the_need(values, needs):
+    """Formulas are sets of choice vectors (one value index per tree): ∨ is union, ∧
+    intersection, so the diagram's result can be compared with every choice's sum."""
+    values = [sorted(v) for v in values]
+    everything = frozenset(itertools.product(*(range(len(v)) for v in values)))
+    atoms = [[frozenset(c for c in everything if c[t] == k) for k in range(len(v))]
+             for t, v in enumerate(values)]
+    ops = Ops(frozenset.union, frozenset.intersection, frozenset())
+    got = at_least(values, atoms, needs, ops, everything)
+    for need, formula in zip(needs, got):
+        assert formula == {c for c in everything
+                           if sum(v[k] for v, k in zip(values, c)) >= need}
+
+
+# -- class formulas of both engines ---------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2 ** 32), st.sampled_from(["first", "all"]))
+def test_class_formulas_of_soft_forests_are_the_exact_sums_decisions(seed, ties):
+    forest = soft_forest(seed)
+    brute = BruteForce(forest, ties)
+    nnf = compile_nnf(forest, ties)
+    graphs = [compile_dg(forest, ties),
+              compile_dg(forest, ties, apply="generic", order=range(len(forest.features))),
+              compile_dg(forest, ties, form="dg")]
+    for i, world in enumerate(brute.worlds):
+        for c in range(len(forest.classes)):
+            member = bool(brute.class_worlds(c) >> i & 1)
+            assert nnf.nnf.evaluate(nnf.roots[c], world) == member
+            for comp in graphs:
+                assert comp.evaluate(c, world) == member
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_unit_weights_compile_to_the_hard_votes_graphs(seed):
+    """A leaf weighing 1 for its class and 0 for the others is a hard vote: under one order
+    the (canonical) decision graphs are the same size as the vote counters'."""
+    hard = random_forest(random.Random(seed))
+    k = len(hard.classes)
+    unit = Forest(hard.features, hard.classes, tuple(
+        Tree(tuple(Leaf(n.label, tuple(float(c == n.label) for c in range(k)))
+                   if type(n) is Leaf else n for n in t.nodes)) for t in hard.trees),
+        voting="soft")
+    order = list(range(len(hard.features)))
+    for ties in ("first", "all"):
+        assert compile_dg(unit, ties, order=order).total_nodes() == \
+            compile_dg(hard, ties, order=order).total_nodes()
+
+
+# -- explanations -------------------------------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2 ** 32), st.sampled_from(["first", "all"]),
+       st.sampled_from(["graphs", "sat"]))
+def test_explanations_of_soft_forests_match_the_brute_force(seed, ties, engine):
+    forest = soft_forest(seed)
+    brute = BruteForce(forest, ties)
+    what = ("sr", "nr", "ce", "robust", "flips")
+    if not brute.general_too_big():
+        what += ("gsr", "gnr")
+    explainer = Explainer(forest, ties, engine=engine, limit_seconds=None, limit_items=None)
+    rng = random.Random(seed)
+    for _ in range(3):
+        x = random_instance(rng, forest)
+        got = explainer.explain_states(x, what).to_json(engine=False)
+        expected = brute.explain(x, what).to_json(engine=False)
+        assert "incomplete" not in got
+        for key in got.keys() - {"not_computed"}:  # the SAT engine computes no GSR/GNR
+            assert got[key] == expected[key], key
