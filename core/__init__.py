@@ -98,9 +98,14 @@ def __dir__() -> list[str]:
 
 
 def from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
-                 class_names: Sequence[Any] | None = None) -> Forest:
+                 class_names: Sequence[Any] | None = None, votes: str = "soft") -> Forest:
     """The forest of a fitted scikit-learn ``RandomForestClassifier``,
-    ``ExtraTreesClassifier`` or ``DecisionTreeClassifier``.
+    ``ExtraTreesClassifier``, ``DecisionTreeClassifier`` or ``GradientBoostingClassifier``.
+
+    ``votes="soft"`` (the default): the forest decides what the model's ``predict`` decides,
+    the largest exact sum of the leaves' class probabilities (a boosted model's scores);
+    ``votes="hard"``: the majority vote of the trees, each for its leaf's most probable
+    class (the paper's semantics, and what PyXAI and RFxpl explain).
 
     Feature names are ``feature_names`` when given, else the names of the DataFrame the
     model was fitted on (``model.feature_names_in_``), else ``x0``, ``x1``, ...; class names
@@ -112,4 +117,4 @@ def from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     """
     from rfcircuits.sklearn_import import forest_from_sklearn  # NumPy: only when needed
 
-    return forest_from_sklearn(model, feature_names, class_names)
+    return forest_from_sklearn(model, feature_names, class_names, votes=votes)

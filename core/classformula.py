@@ -28,11 +28,15 @@ from typing import Generic, TypeVar
 
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
 from rfcircuits.nnf import FALSE, TRUE, NNF
-from rfcircuits.pbdd import at_least, difference_trees
+from rfcircuits.binarysum import at_least_binary
+from rfcircuits.pbdd import difference_trees
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
 
 T = TypeVar("T")
+#: A comparison ``[Σ_t d_t >= K]`` per need (:func:`soft_pair_outputs`).
+Compare = Callable[[Sequence[Sequence[int]], Sequence[Sequence[T]], Sequence[int], "Ops[T]", T],
+                   list[T]]
 
 
 @dataclass(frozen=True)
@@ -90,15 +94,18 @@ def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int,
 
 
 def soft_pair_outputs(forest: Forest, i: int, j: int, strict: Sequence[bool], ops: Ops[T],
-                      true: T, atoms: Callable[[list[Tree], int], list[list[T]]]) -> list[T]:
-    """``[S_i >= S_j]`` / ``[S_i > S_j]`` (per ``strict`` flag) of a forest of soft votes, as
-    the diagrams of :func:`rfcircuits.pbdd.at_least` sharing their nodes. ``atoms(trees, m)``
-    gives, per relabelled tree (:func:`rfcircuits.pbdd.difference_trees`, at most ``m``
-    labels), its tree formula per label."""
+                      true: T, atoms: Callable[[list[Tree], int], list[list[T]]],
+                      compare: Compare[T]) -> list[T]:
+    """``[S_i >= S_j]`` / ``[S_i > S_j]`` (per ``strict`` flag) of a forest of soft votes, by
+    ``compare``: :func:`rfcircuits.pbdd.at_least` (decision diagrams over the trees) or
+    :func:`rfcircuits.binarysum.at_least_binary` (binary sums), the outputs sharing their
+    nodes. ``atoms(trees, m)`` gives, per relabelled tree
+    (:func:`rfcircuits.pbdd.difference_trees`, at most ``m`` labels), its tree formula per
+    label."""
     values, trees, constant = difference_trees(forest, i, j)
     formulas = atoms(trees, max((len(v) for v in values), default=1))
-    return at_least(values, [f[:len(v)] for f, v in zip(formulas, values)],
-                    [int(s) - constant for s in strict], ops, true)
+    return compare(values, [f[:len(v)] for f, v in zip(formulas, values)],
+                   [int(s) - constant for s in strict], ops, true)
 
 
 def tree_formulas(tree: Tree, n_classes: int, leaf: Callable[[bool], T],
@@ -195,7 +202,8 @@ def compile_nnf(forest: Forest, ties: str = "first",
             else:
                 parts.append(soft_pair_outputs(
                     forest, cmp.i, cmp.j, [cmp.strict], ops, TRUE,
-                    lambda trees, m: [tree_formulas(t, m, leaf, branch)[0] for t in trees])[0])
+                    lambda trees, m: [tree_formulas(t, m, leaf, branch)[0] for t in trees],
+                    at_least_binary)[0])
             done += 1
             if progress:
                 progress(done, total, nnf)

@@ -233,7 +233,7 @@ def train_forest(data: Dataset, trees: int, depth: int | None, seed: int) -> Tra
     model = RandomForestClassifier(n_estimators=trees, max_depth=depth, random_state=seed)
     model.fit(X_train, y_train)
     forest = forest_from_sklearn(model, data.feature_names,
-                                 [data.classes[int(c)] for c in model.classes_])
+                                 [data.classes[int(c)] for c in model.classes_], votes="hard")
     scored = score(model, forest, X_test, [data.classes[int(v)] for v in y_test])
     return Trained(model, forest, scored.instances, scored.accuracy, scored.vote_agreement,
                    X_train, y_train)

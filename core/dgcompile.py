@@ -50,6 +50,7 @@ from rfcircuits.classformula import (Ops, comparisons, pair_outputs, per_class, 
 from rfcircuits.dgraph import FALSE, TRUE, DG
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.featureorder import feature_order, sift
+from rfcircuits.pbdd import at_least
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
 
 #: How votes are counted (module docstring); the first is the default (with ordered Apply).
@@ -271,7 +272,8 @@ def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
     for done, ((a, b), wants) in enumerate(needed.items(), start=1):
         t0 = time.perf_counter()
         stricts = sorted({strict for strict, _, _ in wants})
-        graphs = dict(zip(stricts, soft_pair_outputs(forest, a, b, stricts, ops, TRUE, atoms)
+        graphs = dict(zip(stricts, soft_pair_outputs(forest, a, b, stricts, ops, TRUE, atoms,
+                                                      at_least)
                           if soft else pair_outputs(pos, neg, a, b, stricts, ops, counter)))
         for strict, owner, negated in wants:
             graph = graphs[strict]

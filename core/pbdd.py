@@ -21,9 +21,11 @@ intervals), and a level's intervals are kept sorted, so a lookup is a binary sea
 hard votes count (sorting networks, totalizers), this is the comparison soft votes need; with
 unit weights it is the vote count again.
 
-The diagram is generic over the operations (:class:`rfcircuits.classformula.Ops`): NNF gates in
-:func:`rfcircuits.classformula.compile_nnf` (and so the SAT engine's CNF), Apply on decision
-graphs in :func:`rfcircuits.dgcompile.compile_dg`.
+The diagram is generic over the operations (:class:`rfcircuits.classformula.Ops`); Apply on
+decision graphs in :func:`rfcircuits.dgcompile.compile_dg` builds it, canonical, within the
+compile's node budget and deadline. Where the partial sums are many (forests of
+probabilities) it outgrows any budget; the SAT engine's NNF circuits add in binary instead
+(:mod:`rfcircuits.binarysum`), in polynomial size.
 
 Cost: at most ``Σ_t (intervals at level t) · m_t`` operations; the intervals of a level are
 at most the distinct partial sums of the trees before it, and in practice far fewer (trees are

@@ -110,8 +110,9 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     sample weights as fitted), so that the largest exact sum is the class the model's
     ``predict`` takes, which averages them.
 
-    ``votes=None``: hard for forests and trees (so far: the engines compile hard votes
-    only), soft for boosted models. A ``GradientBoostingClassifier`` has soft votes only: its
+    ``votes=None`` (the default): soft, the decision ``predict`` makes (docs/decisions.md,
+    "Soft votes by default"); the paper's benchmarks and the peers that explain the majority
+    vote ask for hard. A ``GradientBoostingClassifier`` has soft votes only: its
     decision is the argmax of raw
     scores, the initial ones plus each stage's tree of each class, whose leaf adds
     ``learning_rate * value`` (as the float64 product scikit-learn adds). A binary model has
@@ -153,7 +154,7 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
         features.append(Feature.numeric(name, kept))
         index.append(where)
     boosted = hasattr(model, "n_trees_per_iteration_")
-    votes = check_choice("votes", votes or ("soft" if boosted else "hard"), VOTES)
+    votes = check_choice("votes", votes or "soft", VOTES)
     init = None
     if boosted:
         if votes != "soft":

@@ -212,7 +212,7 @@ def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int]) -> Any:
 
 def _import(model: Any, columns: Sequence[int], n_classes: int) -> Forest:
     return forest_from_sklearn(model, [f"x{c}" for c in columns],
-                               [f"c{c}" for c in range(n_classes)])
+                               [f"c{c}" for c in range(n_classes)], votes="hard")
 
 
 def build(case: Case, shape: Shape, timeout: float) -> Task:
@@ -309,7 +309,7 @@ class UserCase:
         if shape.trees is not None:
             model = _with_trees(model, shape.trees)
             forest = forest_from_sklearn(model, [f.name for f in forest.features],
-                                         list(forest.classes))
+                                         list(forest.classes), votes=forest.voting)
         rows = self.rows[list(shape.picks)]
         return Task(forest, model, data.X_train, data.y_train, rows,
                     instances_from_values(forest, rows),

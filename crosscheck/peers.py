@@ -160,7 +160,7 @@ def from_model(model: Any, X: Any, origins: Sequence[RowOrigin] | None = None,
     features, in order); ``labels`` (class names, as :func:`~rfcircuits.datasets.
     as_class_names` reads them) are ``y_train`` when every one is a class of the model, else
     the model's predictions are."""
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")  # the majority vote the peers explain
     X = _matrix(X, forest)
     origins = list(origins or (RowOrigin(i, f"rows[{i}]") for i in range(len(X))))
     instances_from_values(forest, X, lambda i, j: f"{origins[i].where}, column "
@@ -212,7 +212,7 @@ def load_model_data(model: Any, data: str, target: str | None = None) -> PeerDat
     """``--model M --data D [--target COL]`` (module docstring); ``model`` is a path or a
     fitted model."""
     fitted = load_model(model) if isinstance(model, (str, os.PathLike)) else model
-    forest = forest_from_sklearn(fitted)
+    forest = forest_from_sklearn(fitted, votes="hard")  # the majority vote the peers explain
     names = getattr(fitted, "feature_names_in_", None)
     rows = load_rows(data, None if names is None else [str(n) for n in names],
                      len(forest.features), target)

@@ -136,8 +136,8 @@ class Float64View:
             return None
         names, classes = [f.name for f in forest.features], list(forest.classes)
         try:
-            ours = forest_from_sklearn(model, names, classes)
-            wide = forest_from_sklearn(model, names, classes, merge=False)
+            ours = forest_from_sklearn(model, names, classes, votes=forest.voting)
+            wide = forest_from_sklearn(model, names, classes, merge=False, votes=forest.voting)
         except InputError:  # not a model we import: nothing to grade again
             return None
         if ours.features != forest.features or \

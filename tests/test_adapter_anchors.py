@@ -103,7 +103,7 @@ def _task(name: str, trees: int, depth: int, n_rows: int, seed: int = 0,
     model = RandomForestClassifier(n_estimators=trees, max_depth=depth, random_state=seed)
     model.fit(data.X[train], data.y[train])
     forest = forest_from_sklearn(model, data.feature_names,
-                                 [data.classes[int(c)] for c in model.classes_])
+                                 [data.classes[int(c)] for c in model.classes_], votes="hard")
     return Task(forest, model, data.X[train], data.y[train], data.X[rows],
                 instances_from_values(forest, data.X[rows]), seed=seed, timeout=timeout)
 

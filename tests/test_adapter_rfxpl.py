@@ -209,7 +209,7 @@ def test_rfxpl_missing_axps_are_the_ones_brute_force_finds(record_property):
     X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], float)
     y = np.array([0, 1, 1, 1])
     model = RandomForestClassifier(n_estimators=1, bootstrap=False, random_state=0).fit(X, y)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     task = Task(forest, model, X, y, X, instances_from_values(forest, X), 0, 60.0)
     answers, report = _grade(task)
     assert not report.broken, report.text()

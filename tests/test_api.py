@@ -306,7 +306,7 @@ def test_decision_and_votes_are_the_sklearn_trees_hard_majority(model):
     votes = np.zeros((len(IRIS.data), 3), dtype=int)
     for tree in trees:
         votes[np.arange(len(IRIS.data)), np.argmax(tree.predict_proba(IRIS.data), axis=1)] += 1
-    explainer = Explainer(rfcircuits.from_sklearn(model))
+    explainer = Explainer(rfcircuits.from_sklearn(model, votes="hard"))
     for x, expected in zip(IRIS.data, votes):
         e = explainer.explain(x, what=[])
         assert e.votes == tuple(expected)

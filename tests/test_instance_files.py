@@ -116,7 +116,7 @@ def test_import_class_names_and_explain_a_csv_as_text(user_project, capsys):
                  "--class-names", "setosa, versicolor,virginica", "--data",
                  str(path / "rows.csv"), "--target", "species"]) == 0
     out = capsys.readouterr().out
-    assert "accuracy (hard-majority vote): 100.00%" in out  # the labels 0/1/2 mapped to names
+    assert "accuracy (exact soft vote): 100.00%" in out  # the labels 0/1/2 mapped to names
     assert "classes: 0 as 'setosa', 1 as 'versicolor', 2 as 'virginica'" in out
     forest = load_forest(forest_file)
     assert forest.classes == ("setosa", "versicolor", "virginica")

@@ -17,6 +17,7 @@ from rfcircuits.crosscheck.strategies import random_forest, random_instance
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Leaf, Tree
+from rfcircuits.binarysum import at_least_binary
 from rfcircuits.pbdd import at_least
 
 #: Weights with exact ties among their sums (1/3 + 2/3 = 1 but 0.1 + 0.2 != 0.3 in float64),
@@ -41,19 +42,22 @@ def soft_forest(seed: int) -> Forest:
 
 # -- the diagram alone, on sets of choices --------------------------------------------------
 
+@pytest.mark.parametrize("compare", [at_least, at_least_binary])
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
+@given(values=st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
                          max_size=4, unique=True), min_size=0, max_size=5),
-       st.lists(st.integers(-2 ** 71, 2 ** 71) | st.integers(-8, 8), min_size=1, max_size=4))
-def test_at_least_holds_exactly_on_the_choices_whose_sum_reaches_the_need(values, needs):
+       needs=st.lists(st.integers(-2 ** 71, 2 ** 71) | st.integers(-8, 8), min_size=1,
+                      max_size=4))
+def test_comparisons_hold_exactly_on_the_choices_whose_sum_reaches_the_need(compare, values,
+                                                                            needs):
     """Formulas are sets of choice vectors (one value index per tree): ∨ is union, ∧
-    intersection, so the diagram's result can be compared with every choice's sum."""
+    intersection, so the circuit's result can be compared with every choice's sum."""
     values = [sorted(v) for v in values]
     everything = frozenset(itertools.product(*(range(len(v)) for v in values)))
     atoms = [[frozenset(c for c in everything if c[t] == k) for k in range(len(v))]
              for t, v in enumerate(values)]
     ops = Ops(frozenset.union, frozenset.intersection, frozenset())
-    got = at_least(values, atoms, needs, ops, everything)
+    got = compare(values, atoms, needs, ops, everything)
     for need, formula in zip(needs, got):
         assert formula == {c for c in everything
                            if sum(v[k] for v, k in zip(values, c)) >= need}

@@ -261,7 +261,7 @@ def test_sklearn_forest_matches_brute():
 
     data, target = load_iris(return_X_y=True)
     model = RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0).fit(data, target)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     for x in instances_from_values(forest, data[::37]):
         for ties in ("first", "all"):
             _compare(forest, x, ties)

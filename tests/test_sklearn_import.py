@@ -126,7 +126,7 @@ def check_reachable(model, forest: Forest) -> None:
 def test_states_leaves_and_votes_equal_sklearn(data, kind):
     X, y = LOADERS[data]()
     model = MODELS[kind]().fit(X, y)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     assert forest.input_dtype == "float32"
     check_reachable(model, forest)
     rng = np.random.default_rng(0)
@@ -136,7 +136,7 @@ def test_states_leaves_and_votes_equal_sklearn(data, kind):
 def test_one_placement_for_instances_and_rows():
     X, y = load_iris(return_X_y=True)
     model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     rows = near_thresholds(model, X, np.random.default_rng(1))
     names = [f.name for f in forest.features]
     via_json = [parse_instance(forest, json.loads(json.dumps(dict(zip(names, row.tolist())))))
@@ -153,7 +153,7 @@ def test_iris_thresholds_that_no_float32_separates_are_merged():
     model = RandomForestClassifier(n_estimators=15, max_depth=5, random_state=0).fit(X, y)
     used = {float(t) for est in model.estimators_ for t in est.tree_.threshold}
     assert {0.75, 0.7500000149011612} <= used
-    thresholds = forest_from_sklearn(model).features[3].thresholds
+    thresholds = forest_from_sklearn(model, votes="hard").features[3].thresholds
     assert 0.75 in thresholds and 0.7500000149011612 not in thresholds
 
 
@@ -178,7 +178,7 @@ def tied_thresholds_model():
 
 def test_thresholds_no_float32_separates_keep_states_and_votes_on_both_sides():
     model, t1, t2 = tied_thresholds_model()
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     assert forest.features[0].thresholds == (t1,)
     check_reachable(model, forest)
     between = 1.5 + 2.0 ** -31  # t1 < between <= t2 as float64: the old reading split here
@@ -203,7 +203,7 @@ def test_unreachable_retest_is_skipped():
     root_right = tree.children_right[0]
     assert (tree.threshold[0], tree.threshold[root_right]) == (1.5, 2.5)
     tree.threshold[root_right] = 1.5 + 2.0 ** -30
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     assert forest.features[0].thresholds == (1.5,)
     assert len(forest.trees[0].nodes) == 3  # the right child's test is decided: skipped
     check_against_sklearn(model, forest, np.array([[v] for v in (
@@ -214,7 +214,7 @@ def test_unreachable_retest_is_skipped():
 def test_values_beyond_float32_are_errors():
     X, y = load_iris(return_X_y=True)
     model = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     with pytest.raises(ValueError):  # scikit-learn rejects them too
         model.predict([[1e39, 1, 1, 1]])
     for bad in (1e39, -1e39, np.inf):
@@ -231,7 +231,7 @@ def test_values_beyond_float32_are_errors():
 def test_hard_majority_vs_predict_is_reported_not_assumed():
     X, y = load_wine(return_X_y=True)
     model = RandomForestClassifier(n_estimators=6, max_depth=2, random_state=1).fit(X, y)
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     states = instances_from_values(forest, X)
     votes = np.array([forest.decision(x) for x in states])
     # Where all trees agree, the hard vote and probability averaging must agree too.

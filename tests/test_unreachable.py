@@ -76,7 +76,7 @@ class Float64Peer:
         return "test"
 
     def sets(self, task: Task) -> Iterator[tuple[int, list, list]]:
-        wide = forest_from_sklearn(task.model, merge=False)
+        wide = forest_from_sklearn(task.model, merge=False, votes="hard")
         explainer = Explainer(wide, "first")
         for i, x in enumerate(instances_from_values(wide, task.rows)):
             e = explainer.explain_states(x, ("sr", "nr"))
@@ -103,7 +103,7 @@ class Liar(Float64Peer):
 
 def test_the_float64_view_finds_the_state_no_float32_reaches():
     model = gap_model()
-    forest = forest_from_sklearn(model)
+    forest = forest_from_sklearn(model, votes="hard")
     assert forest.features[0].thresholds == (A,)  # merged by the importer
     view = Float64View.of(forest, model, "first")
     assert view is not None and view.wide.features[0].thresholds == (A, MIDDLE)
@@ -118,7 +118,7 @@ def test_the_float64_view_finds_the_state_no_float32_reaches():
     # a model whose thresholds float32 tells apart has nothing to grade again
     plain = RandomForestClassifier(n_estimators=2, random_state=0).fit(
         [[0, 0], [1, 1], [2, 0]], [0, 1, 0])
-    assert Float64View.of(forest_from_sklearn(plain), plain, "first") is None
+    assert Float64View.of(forest_from_sklearn(plain, votes="hard"), plain, "first") is None
 
 
 def test_a_float64_reading_peer_shows_findings_that_rest_on_the_gap_not_broken_promises():

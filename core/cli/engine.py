@@ -109,11 +109,10 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                    help="names for the model's classes, in the order of its classes_ (default: "
                         "classes_ as text, e.g. 0,1,2); --data's labels stay those of classes_")
     p.add_argument("--votes", choices=VOTES,
-                   help="hard: each tree votes for its leaf's class (the paper's majority "
-                        "vote; the default for forests and trees); soft: the leaves' class "
-                        "probabilities, or a boosted model's scores (its only meaning), are "
-                        "summed exactly, the decision the model's predict makes (so far only "
-                        "the brute-force oracle explains soft votes)")
+                   help="soft (the default): the leaves' class probabilities, or a boosted "
+                        "model's scores (its only meaning), summed exactly: the decision the "
+                        "model's predict makes; hard: each tree votes for its leaf's class "
+                        "(the paper's majority vote, what PyXAI and RFxpl explain)")
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("compile", help="compile class formulas into circuits")

@@ -103,7 +103,7 @@ def bench_pyxai(args: argparse.Namespace) -> int:
         import pandas as pd
 
         model.fit(pd.DataFrame(X_train, columns=names), y_train)
-        forest = forest_from_sklearn(model)
+        forest = forest_from_sklearn(model, votes="hard")  # what the peers explain
         instances = instances_from_values(forest, rows)
         reset_peak()
         start = time.perf_counter()
