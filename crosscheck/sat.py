@@ -1,12 +1,15 @@
-"""SAT oracle: class formulas as CNF with reified cardinality constraints, queries under assumptions.
+"""SAT oracle: class formulas as CNF (reified cardinality constraints, or binary adders for soft
+votes), queries under assumptions.
 
-Semantics are those of docs/semantics.md (§3: votes, tie policies, class formulas ``R^i``;
-§4–§10: reasons; §11: edge cases). The oracle shares no algorithm with the native engine: no
-sorting network of its own, no decision graph, no closed form; only the data model of ``core``
-is used, and class membership itself is read from SAT models (the checks of general reasons
-also count the trees' votes at given worlds: :mod:`rfcircuits.crosscheck.slices`).
+Semantics are those of docs/semantics.md (§3: votes, hard or soft, tie policies, class
+formulas ``R^i``; §4–§10: reasons; §11: edge cases). The oracle shares no algorithm with the
+native engine: no sorting network of its own, no decision graph, no closed form; only the data
+model of ``core`` is used, and class membership itself is read from SAT models (the checks of
+general reasons also count the trees' votes at given worlds:
+:mod:`rfcircuits.crosscheck.slices`).
 
-**Encoding** (built once per forest and tie policy, then queried incrementally):
+**Encoding** (built once per forest and tie policy, then queried incrementally; hard votes
+unless said):
 
 - an order encoding of every feature: ``le_{f,s} ⇔ [X_f <= s]`` for all but the last state,
   chained ``le_{f,s} → le_{f,s+1}``, and a state variable ``X_f = s`` defined as
@@ -28,6 +31,23 @@ also count the trees' votes at given worlds: :mod:`rfcircuits.crosscheck.slices`
   per pair ``i < j``, ``all`` one per ordered pair. When every tree votes ``c_i`` or ``c_j`` (any two-class forest) a tree reaches
   exactly one leaf, so ``¬t_{l,j} = t_{l,i}`` and the constraint is ``Σ_l t_{l,i} >= ⌈n/2⌉``:
   the same count with its duplicate literals merged, half the counter;
+- **soft votes** (``forest.voting == "soft"``: ``v_i`` is the exact sum ``S_i``, ``int_init[i]``
+  plus the integer weights ``int_weights`` of the leaves reached) need no vote variables: for a
+  class pair ``a < b`` each tree's ``d_t = w_a(leaf) - w_b(leaf)`` is shifted by its smallest
+  value and all are divided by the gcd of the shifted values, each tree's bits are
+  disjunctions of its leaves' reachability variables (exactly one leaf is reached), a column
+  compression of full adders sums them, and a comparator chain with a constant gives a
+  literal ``g ⇔ [Σ_t d_t >= θ]`` (:mod:`rfcircuits.crosscheck.adders`; every gate Tseitin in
+  both directions, so ``g`` can be asserted or denied). With ``δ = int_init[a] - int_init[b]``,
+  ``g_{a,b} = [Σ >= -δ]`` is ``[S_a >= S_b]``, and ``g_{b,a} = ¬[Σ >= 1 - δ]`` is ``[S_b >= S_a]``:
+  one sum per pair serves both directions, and strict comparisons are negations as above.
+  Exact weights are wide (a 10-tree forest of ``predict_proba`` fractions: 62–67 bits a
+  sum), so this is about ten times the clauses of the hard votes' counters
+  (docs/decisions.md, "Oracles"). The sum and its comparators are definitions, so the goal
+  CNFs below take them whole and assert (``R^c``) or deny one of (``¬R^c``) the comparison
+  literals. This is not the engine's encoding (a decision diagram over the trees' partial
+  sums), and PySAT's ``pysat.pb`` is not used: it needs ``pypblib``, not installable here,
+  and reifies only through a big-M coefficient per direction;
 - per class a selector ``r_i ⇔ R^i`` (``first``: ``∧_{j<i}[v_i > v_j] ∧
   ∧_{j>i}[v_i >= v_j]``; ``all``: ``∧_{j≠i}[v_i >= v_j]``; ``strict``: ``∧_{j≠i}[v_i > v_j]``).
 
@@ -102,11 +122,11 @@ from pysat.solvers import Solver, SolverNames
 
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation
-from rfcircuits.forest import (TIES, Branching, Forest, Instance, Leaf, mask_blocks,
-                               require_hard_votes)
+from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_blocks
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Clause, Literal, Term
+from rfcircuits.crosscheck.adders import Circuit, OneHotSum
 from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
 #: GSRs whose primality one round of matrix products decides (:meth:`SatOracle._unwidenable`).
@@ -163,16 +183,15 @@ class Certificate:
 class SatOracle:
     """SAT/MaxSAT answers for one forest and tie policy (one of :data:`SAT_TIES`).
 
-    ``encoding`` names the cardinality encoding of the vote comparisons (a key of
-    :data:`ENCODINGS`); ``solver`` is a PySAT solver name that honours assumptions (Kissat does
-    not and is refused).
+    ``encoding`` names the cardinality encoding of the vote comparisons of hard votes (a key
+    of :data:`ENCODINGS`; soft votes are compared by binary adders whatever it is); ``solver``
+    is a PySAT solver name that honours assumptions (Kissat does not and is refused).
     """
 
     SUPPORTS = frozenset({"sr", "nr", "ce", "robust"})
 
     def __init__(self, forest: Forest, ties: str = "first", encoding: str = "kmtotalizer",
                  solver: str = "cadical195") -> None:
-        require_hard_votes(forest, "the SAT oracle")
         if encoding not in ENCODINGS:
             raise InputError(f"unknown cardinality encoding {encoding!r}: expected one of "
                              f"{', '.join(ENCODINGS)}")
@@ -191,7 +210,11 @@ class SatOracle:
                             for f, feature in enumerate(forest.features)]
         self.clauses: list[list[int]] = []
         self._ge: dict[tuple[int, int], int] = {}
+        #: Per class, the comparisons of ``R^c``: ``(c, j, strict)`` for ``[v_c >= v_j]``
+        #: (strict 0) or ``[v_c > v_j]`` (strict 1).
         self._atoms: list[list[tuple[int, int, int]]] = [[] for _ in forest.classes]
+        #: Soft votes: per class pair ``a < b``, ``Σ_t (w_a - w_b)`` in binary (module docstring).
+        self._sums: dict[tuple[int, int], OneHotSum] = {}
         self._goal_clauses: dict[int, list[list[int]]] = {}
         self._order_vars: list[list[int]] = []
         self._literals: dict[tuple[int, int], int] = {}
@@ -234,8 +257,11 @@ class SatOracle:
             for s, v in enumerate(self._state_vars[f]):
                 _define_and(add, v, self._interval(f, s, s + 1))
         n_classes = len(forest.classes)
+        hard = forest.voting == "hard"
         self.vote_vars = [[pool.id(("t", l, i)) for i in range(n_classes)]
-                          for l in range(len(forest.trees))]
+                          for l in range(len(forest.trees))] if hard else []
+        #: Soft votes: per tree, its leaves as (node, reachability variable).
+        self._leaves: list[list[tuple[int, int]]] = []
         self._tree_labels = [{node.label for node in tree.nodes if type(node) is Leaf}
                              for tree in forest.trees]
         for l, tree in enumerate(forest.trees):
@@ -260,25 +286,26 @@ class SatOracle:
             for k in range(1, len(tree.nodes)):
                 if parents[k] > 1:
                     _define_or(add, reach[k], incoming[k])
-            for i in range(n_classes):
-                _define_or(add, self.vote_vars[l][i], leaves[i])
+            if hard:
+                for i in range(n_classes):
+                    _define_or(add, self.vote_vars[l][i], leaves[i])
+            else:
+                self._leaves.append([(k, reach[k]) for k, node in enumerate(tree.nodes)
+                                     if type(node) is Leaf])
         self._base_len = len(self.clauses)
         self.class_vars = [pool.id(("r", i)) for i in range(n_classes)]
-        n = len(forest.trees)
         for i, r in enumerate(self.class_vars):
             conj = []
             for j in range(n_classes):
-                if j == i:
-                    continue
-                if self.ties == "strict" or self.ties == "first" and j < i:
-                    conj.append(-self._comparison(j, i))  # [v_i > v_j] = ¬[v_j >= v_i]
-                    self._atoms[i].append((i, j, n + 1))
-                else:
-                    conj.append(self._comparison(i, j))
-                    self._atoms[i].append((i, j, n))
+                if j != i:
+                    strict = self.ties == "strict" or self.ties == "first" and j < i
+                    self._atoms[i].append((i, j, int(strict)))
+                    conj.append(self._atom_literal(self._atoms[i][-1]))
             for lit in conj:
                 add([-r, lit])
             add([r] + [-lit for lit in conj])
+        for total in self._sums.values():
+            self.clauses.extend(total.circuit.clauses)
 
     def _interval(self, f: int, first: int, end: int) -> list[int]:
         """Literals whose conjunction says ``first <= X_f < end`` (none for every state)."""
@@ -307,22 +334,49 @@ class SatOracle:
                 _define_or(self.clauses.append, self._literals[(f, mask)], parts)
         return self._literals[(f, mask)]
 
+    def _atom_literal(self, atom: tuple[int, int, int]) -> int:
+        """The literal of a comparison of :attr:`_atoms`: ``[v_i > v_j]`` is ``¬[v_j >= v_i]``."""
+        i, j, strict = atom
+        return -self._comparison(j, i) if strict else self._comparison(i, j)
+
     def _comparison(self, i: int, j: int) -> int:
-        """Selector ``g ⇔ [v_i >= v_j]``, i.e. ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``."""
-        if (i, j) not in self._ge:
-            n = len(self.forest.trees)
+        """Selector ``g ⇔ [v_i >= v_j]``: for hard votes ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= n``,
+        for soft votes the comparison of a binary sum with a constant (:meth:`_soft_comparison`)."""
+        if (i, j) not in self._ge and self.forest.voting == "soft":
+            self._ge[(i, j)] = self._soft_comparison(i, j)
+        elif (i, j) not in self._ge:
             g = self._pool.id(("ge", i, j))
-            for clause in self._count((i, j, n), True):
+            for clause in self._count((i, j, 0), True):
                 self.clauses.append([-g] + clause)
-            for clause in self._count((i, j, n), False):
+            for clause in self._count((i, j, 0), False):
                 self.clauses.append([g] + clause)
             self._ge[(i, j)] = g
         return self._ge[(i, j)]
 
+    def _soft_comparison(self, i: int, j: int) -> int:
+        """The literal ``[S_i >= S_j]`` of soft votes. For ``a < b`` the pair's sum
+        ``Σ_t (w_a - w_b)`` over the leaves reached is built once in binary
+        (:class:`~rfcircuits.crosscheck.adders.OneHotSum`; its clauses join the encoding at
+        the end of :meth:`_encode`); with ``δ = init_a - init_b``, ``[S_a >= S_b]`` is
+        ``[Σ >= -δ]`` and ``[S_b >= S_a]`` is ``¬[Σ >= 1 - δ]``."""
+        a, b = min(i, j), max(i, j)
+        weights, init = self.forest.int_weights, self.forest.int_init
+        if (a, b) not in self._sums:
+            circuit = Circuit(self._pool.id, self._pool.id("true"))
+            self._sums[(a, b)] = OneHotSum(circuit, [
+                [(lit, tree[k][a] - tree[k][b]) for k, lit in leaves]  # type: ignore[index]
+                for leaves, tree in zip(self._leaves, weights)])
+        delta = init[a] - init[b]
+        if i == a:
+            return self._sums[(a, b)].at_least(-delta)
+        return -self._sums[(a, b)].at_least(1 - delta)
+
     def _count(self, atom: tuple[int, int, int], holds: bool) -> list[list[int]]:
         """Clauses of the atom ``Σ_l t_{l,i} + Σ_l ¬t_{l,j} >= k`` (``holds``) or of its
-        negation ``<= k-1``, in the chosen cardinality encoding."""
-        i, j, k = atom
+        negation ``<= k-1``, in the chosen cardinality encoding (``k = n + strict``, hard
+        votes)."""
+        i, j, strict = atom
+        k = len(self.forest.trees) + strict
         if all(labels <= {i, j} for labels in self._tree_labels):
             # Every tree votes c_i or c_j, so ``¬t_{l,j} = t_{l,i}`` and the sum is
             # ``2·Σ_l t_{l,i}``: merging the duplicate literals halves the counter.
@@ -338,13 +392,24 @@ class SatOracle:
     def _goal_cnf(self, goal: int) -> list[list[int]]:
         """The clauses for the enumerations of one goal literal ``r_c`` or ``¬r_c``: the feature
         and tree clauses with ``R^c`` (a conjunction of atoms) or ``¬R^c`` (a disjunction of
-        negated atoms, one selector each) as unreified cardinality constraints. Built once per
+        negated atoms, one selector each) as unreified cardinality constraints (soft votes:
+        the pairs' adders, and the atoms' literals as units or one clause). Built once per
         goal; leaner than the reified encoding, so the enumeration's many calls run faster."""
         if goal not in self._goal_clauses:
             c = self.class_vars.index(abs(goal))
             clauses = self.clauses[:self._base_len]
             atoms = self._atoms[c]
-            if goal > 0:
+            if self.forest.voting == "soft":
+                # The pairs' sums and comparators are definitions (both directions): the goal
+                # asserts the comparisons' literals, or denies one of them.
+                for i, j, _ in atoms:
+                    clauses.extend(self._sums[(min(i, j), max(i, j))].circuit.clauses)
+                literals = [self._atom_literal(atom) for atom in atoms]
+                if goal > 0:
+                    clauses.extend([lit] for lit in literals)
+                else:
+                    clauses.append([-lit for lit in literals])
+            elif goal > 0:
                 for atom in atoms:
                     clauses.extend(self._count(atom, True))
             else:
@@ -444,8 +509,16 @@ class SatOracle:
         if "classes" not in cache:
             model = self._model(self._fix(x, range(self.n_features)))
             assert model is not None, "every world satisfies the encoding"
-            votes = tuple(sum(model[row[i] - 1] > 0 for row in self.vote_vars)
-                          for i in range(len(self.forest.classes)))
+            if self.forest.voting == "soft":  # init and the weights of the leaves reached
+                sums = list(self.forest.int_init)
+                for leaves, weights in zip(self._leaves, self.forest.int_weights):
+                    k = next(k for k, lit in leaves if model[lit - 1] > 0)
+                    for i, w in enumerate(weights[k]):  # type: ignore[arg-type]
+                        sums[i] += w
+                votes = tuple(sums)
+            else:
+                votes = tuple(sum(model[row[i] - 1] > 0 for row in self.vote_vars)
+                              for i in range(len(self.forest.classes)))
             member = tuple(i for i, r in enumerate(self.class_vars) if model[r - 1] > 0)
             cache["classes"] = (votes, member)
         return cache["classes"]
@@ -733,7 +806,8 @@ class SatOracle:
         (:func:`path_box`) among x's escapes. The trees' votes at ``w`` are counted: a model
         that is in Δ by them is an inconsistency of the encoding, raised rather than believed."""
         votes, box = path_box(self.forest, w)
-        if member_grid(np.array(votes), self.decision(x), self.ties):
+        # Python ints: soft sums can leave int64 (and numpy would make such a list float64).
+        if member_grid(np.array(votes, dtype=object), self.decision(x), self.ties):
             raise AssertionError(f"SAT oracle: the model {w} of ¬Δ has votes {votes}, in Δ")
         self._keep_escape(x, box)
 

@@ -8,7 +8,9 @@ prime, and variable-minimal depends only on the *slice* of ``V``: the worlds tha
 outside ``V``, so only the branch masks met on the free features matter: the states of a free
 feature fall into *atoms*, the classes of states that no reachable node tells apart, and the
 slice is a grid of atoms. :class:`Slice` counts the votes on that grid (each tree's reachable
-leaves paint their boxes) and marks the cells in Δ; :func:`gnr_verdicts` reads the three
+leaves paint their boxes: one vote for the leaf's class, or with soft votes the leaf's exact
+integer weights, :attr:`~rfcircuits.forest.Forest.int_weights`, added to ``int_init``) and
+marks the cells in Δ; :func:`gnr_verdicts` reads the three
 verdicts of a clause off the grid with array operations. Nothing here is shared with the native
 engine: the votes are the trees' own, counted cell by cell.
 
@@ -35,13 +37,16 @@ MAX_CELLS = 1 << 21
 
 def member_grid(votes: np.ndarray, c: int, ties: str) -> np.ndarray:
     """Where ``R^c`` holds, from vote counts with the classes on axis 0 (docs/semantics.md §3;
-    ``strict``: ``c`` beats every other class strictly)."""
+    ``strict``: ``c`` beats every other class strictly). The votes may be Python ints (dtype
+    object), whose comparisons on one axis give a plain bool: the answer is always an array."""
     top = votes.max(axis=0)
     if ties == "first":
-        return np.argmax(votes, axis=0) == c
-    if ties == "all":
-        return votes[c] == top
-    return (votes[c] == top) & ((votes == top).sum(axis=0) == 1)
+        member = np.argmax(votes, axis=0) == c
+    elif ties == "all":
+        member = votes[c] == top
+    else:
+        member = (votes[c] == top) & ((votes == top).sum(axis=0) == 1)
+    return np.asarray(member, dtype=bool)
 
 
 class Slice:
@@ -54,7 +59,7 @@ class Slice:
         self.forest, self.x, self.features = forest, x, tuple(features)
         axis = {f: i for i, f in enumerate(self.features)}
         tests: list[set[int]] = [set() for _ in self.features]
-        leaves: list[list[tuple[int, tuple[int, ...]]]] = []
+        leaves: list[list[tuple[int, tuple[int, ...]]]] = []  # per tree: (leaf node, box)
         for tree in forest.trees:
             # Each reachable leaf with the branch masks met on the free features, per axis
             # (a stack, not recursion: DAG trees can be deep).
@@ -64,7 +69,7 @@ class Slice:
                 k, box = stack.pop()
                 node = tree.nodes[k]
                 if type(node) is not Branching:
-                    found.append((node.label, box))
+                    found.append((k, box))
                     continue
                 i = axis.get(node.feature)
                 for mask, child in node.branches:
@@ -90,10 +95,16 @@ class Slice:
         self.delta: np.ndarray | None = None
         if math.prod(shape) > max_cells:
             return
-        votes = np.zeros((len(forest.classes),) + shape, dtype=np.int32)
-        for found in leaves:
-            for label, box in found:
-                votes[(label,) + np.ix_(*(self.meets(i, m) for i, m in enumerate(box)))] += 1
+        votes = _empty_votes(forest, shape)
+        for tree, weights, found in zip(forest.trees, forest.int_weights, leaves):
+            for k, box in found:
+                cells = np.ix_(*(self.meets(i, m) for i, m in enumerate(box)))
+                w = weights[k]
+                if w is None:
+                    votes[(tree.nodes[k].label,) + cells] += 1  # type: ignore[union-attr]
+                else:
+                    votes[(slice(None),) + cells] += np.array(w, dtype=votes.dtype).reshape(
+                        (-1,) + (1,) * len(shape))
         self.delta = member_grid(votes, c, ties)
 
     def meets(self, i: int, mask: int) -> np.ndarray:
@@ -105,6 +116,21 @@ class Slice:
     def home(self, i: int) -> int:
         """The atom of ``x``'s state on axis ``i``."""
         return self.atom_of[i][self.x[self.features[i]]]
+
+
+def _empty_votes(forest: Forest, shape: tuple[int, ...]) -> np.ndarray:
+    """The vote grid before any tree, classes on axis 0: zero counts (hard votes) or
+    ``int_init`` (soft votes) in int64, or in Python ints (dtype object) when the sums could
+    leave int64."""
+    n = len(forest.classes)
+    if forest.voting == "hard":
+        return np.zeros((n,) + shape, dtype=np.int32)
+    bound = max(map(abs, forest.int_init), default=0) + sum(
+        max((abs(v) for w in weights if w is not None for v in w), default=0)
+        for weights in forest.int_weights)
+    dtype = np.int64 if bound < 1 << 62 else object
+    return np.broadcast_to(np.array(forest.int_init, dtype=dtype).reshape(
+        (n,) + (1,) * len(shape)), (n,) + shape).copy()
 
 
 def _atoms(n_states: int, masks: set[int]) -> list[int]:
@@ -163,19 +189,26 @@ def gnr_verdicts(sl: Slice, clause: Clause) -> dict[str, bool]:
 
 
 def path_box(forest: Forest, w: Instance) -> tuple[list[int], tuple[int, ...]]:
-    """The votes at ``w`` and the box of worlds that reach the same leaf as ``w`` in every tree
-    (per feature, the intersection of the branch masks ``w`` takes): the trees vote alike on all
-    of it. ``O(Σ_trees depth)``."""
+    """The votes at ``w`` (:meth:`~rfcircuits.forest.Forest.votes`: counts, or exact scaled
+    sums) and the box of worlds that reach the same leaf as ``w`` in every tree (per feature,
+    the intersection of the branch masks ``w`` takes): the trees vote alike on all of it.
+    ``O(Σ_trees depth · #classes)``."""
     box = [f.full for f in forest.features]
-    votes = [0] * len(forest.classes)
-    for tree in forest.trees:
+    votes = [0] * len(forest.classes) if forest.voting == "hard" else list(forest.int_init)
+    for tree, weights in zip(forest.trees, forest.int_weights):
+        k = 0
         node = tree.nodes[0]
         while type(node) is Branching:
             f = node.feature
-            for mask, child in node.branches:
+            for mask, k in node.branches:
                 if mask >> w[f] & 1:
                     box[f] &= mask
-                    node = tree.nodes[child]
+                    node = tree.nodes[k]
                     break
-        votes[node.label] += 1
+        leaf = weights[k]
+        if leaf is None:
+            votes[node.label] += 1
+        else:
+            for i, v in enumerate(leaf):
+                votes[i] += v
     return votes, tuple(box)

@@ -123,7 +123,10 @@ def test_enumeration_matches_brute(ties, case):
 @PROPERTY
 @given(case=forest_and_instance(LIMITS), seed=st.integers(0, 2**16))
 def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
-    forest, x = case
+    check_brute_items_and_corruptions(*case, ties, seed)
+
+
+def check_brute_items_and_corruptions(forest, x, ties, seed):
     rng = random.Random(seed)
     brute = BruteForce(forest, ties).explain(x)
     ok3 = dict.fromkeys(("valid", "prime", "variable_minimal"), True)
@@ -187,9 +190,12 @@ def test_checks_accept_brute_items_and_reject_corruptions(ties, case, seed):
                                        max_classes=3)),
        seed=st.integers(0, 2**16))
 def test_check_verdicts_equal_definitions(ties, tabled, case, seed):
+    check_verdicts_equal_definitions(*case, ties, tabled, seed)
+
+
+def check_verdicts_equal_definitions(forest, x, ties, tabled, seed):
     """Every verdict of every check, on arbitrary items, equals the brute-force definition;
     GNR checks both on tabled slices and by counter-example search."""
-    forest, x = case
     rng = random.Random(seed)
     brute = BruteForce(forest, ties)
     delta = brute.class_worlds(forest.decision(x))
@@ -274,7 +280,10 @@ def test_sklearn_forest_matches_brute():
 @PROPERTY
 @given(case=forest_and_instance(LIMITS))
 def test_certificate_accepts_the_true_reasons(ties, case):
-    forest, x = case
+    check_certificate_accepts(*case, ties)
+
+
+def check_certificate_accepts(forest, x, ties):
     brute = BruteForce(forest, ties).explain(x, ("sr", "nr"))
     with SatOracle(forest, ties) as oracle:
         certificate = oracle.certify_reasons(x, brute.sufficient_reasons,
@@ -333,7 +342,10 @@ CORRUPTIONS = {
 @given(case=forest_and_instance(LIMITS), ties=st.sampled_from(["first", "all"]),
        seed=st.integers(0, 2**16))
 def test_certificate_rejects_each_corruption(corruption, case, ties, seed):
-    forest, x = case
+    check_certificate_rejects(*case, corruption, ties, seed)
+
+
+def check_certificate_rejects(forest, x, corruption, ties, seed):
     family, change, check, named = CORRUPTIONS[corruption]
     brute = BruteForce(forest, ties).explain(x, ("sr", "nr"))
     sets = {"sr": [frozenset(f for f, _ in t) for t in brute.sufficient_reasons],
@@ -540,9 +552,12 @@ def test_strict_membership_is_a_strict_majority_on_every_world():
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=forest_and_instance(LIMITS))
 def test_freeing_worlds_change_only_their_features_and_reach_the_goal(ties, case):
+    check_freeing_worlds(*case, ties)
+
+
+def check_freeing_worlds(forest, x, ties):
     """A world that leaves Δ (or reaches a class) changing only some features exists exactly
     when enumeration finds one, and the one returned does, by the trees' votes."""
-    forest, x = case
     n = len(forest.features)
     worlds = _worlds(forest)
     d = forest.decision(x)
@@ -565,9 +580,12 @@ def test_freeing_worlds_change_only_their_features_and_reach_the_goal(ties, case
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=forest_and_instance(LIMITS), seed=st.integers(0, 2**16))
 def test_counterexample_worlds_satisfy_the_item_and_refute_it_by_the_votes(ties, case, seed):
+    check_counterexample_worlds(*case, ties, seed)
+
+
+def check_counterexample_worlds(forest, x, ties, seed):
     """Validity decided by enumerating worlds; every world returned is re-checked with the
     trees' votes, never with the oracle."""
-    forest, x = case
     rng = random.Random(seed)
     n = len(forest.features)
     worlds = _worlds(forest)

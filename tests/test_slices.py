@@ -34,7 +34,10 @@ def in_class(votes, c, ties):
 @SETTINGS
 @given(case=forest_and_instance(LIMITS), picks=st.data())
 def test_slice_is_delta_and_gr_cell_by_cell(ties, case, picks):
-    forest, x = case
+    check_slice_cell_by_cell(*case, ties, picks)
+
+
+def check_slice_cell_by_cell(forest, x, ties, picks):
     n = len(forest.features)
     features = picks.draw(st.lists(st.integers(0, n - 1), unique=True, max_size=3))
     c = picks.draw(st.integers(0, len(forest.classes) - 1))
@@ -58,7 +61,10 @@ def test_slice_is_delta_and_gr_cell_by_cell(ties, case, picks):
 @SETTINGS
 @given(case=forest_and_instance(LIMITS))
 def test_path_box_votes_alike(case):
-    forest, x = case
+    check_path_box(*case)
+
+
+def check_path_box(forest, x):
     votes, box = path_box(forest, x)
     assert votes == forest.votes(x)
     inside = [w for w in all_worlds(forest) if all(box[f] >> s & 1 for f, s in enumerate(w))]
@@ -81,9 +87,12 @@ def test_a_slice_beyond_its_cells_is_not_tabled(case):
                                        max_classes=3)),
        seed=st.integers(0, 2**16))
 def test_general_verdicts_equal_definitions(ties, tabled, case, seed):
+    check_general_verdicts(*case, ties, tabled, seed)
+
+
+def check_general_verdicts(forest, x, ties, tabled, seed):
     """check_gsr and check_gnr on arbitrary items, by GR's definition: the worlds whose GBox
     (each feature at its own state or x's) lies in Δ."""
-    forest, x = case
     rng = random.Random(seed)
     n = len(forest.features)
     worlds = all_worlds(forest)
