@@ -159,6 +159,10 @@ def test_bad_options_are_named(data_dir, capsys):
     assert main(["bench", "predict", "--data-dir", str(data_dir), "--datasets", "xd6",
                  "--trees", "-1"]) == 2
     assert "--trees must be at least 1" in capsys.readouterr().err
+    assert main(["bench", "predict", "--data-dir", str(data_dir), "--datasets", "xd6",
+                 "--out", str(data_dir / "no" / "rows.jsonl")]) == 2
+    captured = capsys.readouterr()  # refused before the table's first line
+    assert captured.out == "" and "does not exist" in captured.err
 
 
 def test_each_model_runs_on_its_own_datasets():

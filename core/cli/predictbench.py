@@ -222,14 +222,14 @@ def bench_predict(args: argparse.Namespace) -> int:
     if estimators < 1:
         raise InputError("--trees must be at least 1")
     plan = _plan(args)
-    table = Table([("dataset", "dataset", 13), ("model", "model", 5), ("t", "#T", 4),
-                   ("c", "#C", 3), ("rows", "rows", 5), ("agree", "= predict", 9),
-                   ("near_tie", "near tie", 8), ("hard_differ", "hard ≠", 6),
-                   ("t_train", "T train", 8), ("t_import", "T import", 8),
-                   ("t_decide", "T decide", 8)], args.json)
     examples = []
     failed = 0
-    with _records(args.out) as records:
+    with _records(args.out) as records:  # a bad --out path is refused before any output
+        table = Table([("dataset", "dataset", 13), ("model", "model", 5), ("t", "#T", 4),
+                       ("c", "#C", 3), ("rows", "rows", 5), ("agree", "= predict", 9),
+                       ("near_tie", "near tie", 8), ("hard_differ", "hard ≠", 6),
+                       ("t_train", "T train", 8), ("t_import", "T import", 8),
+                       ("t_decide", "T decide", 8)], args.json)
         for name, kinds in plan:
             data = load(args.data_dir, name)
             parts = split(data, args.seed)
