@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from rfcircuits.cli import paper
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.progress import Progress
-from rfcircuits.datasets import Trained, load_csv, train_forest
+from rfcircuits.datasets import Dataset, Trained, load_csv, train_forest
 
 T = TypeVar("T")
 DEPTH = 4
@@ -46,11 +46,16 @@ def measure(fn: Callable[[], T], budget: float = 0.5, runs: int = 5) -> tuple[fl
     return best, result
 
 
-def train(data_dir: str, name: str, trees: int, seed: int, depth: int = DEPTH) -> Trained:
+def load(data_dir: str, name: str) -> Dataset:
+    """The dataset ``name`` of ``--data-dir`` (its file ``NAME.csv``)."""
     path = os.path.join(data_dir, f"{name}.csv")
     if not os.path.exists(path):
         raise InputError(f"--data-dir: no dataset file {path}")
-    return train_forest(load_csv(path), trees, depth, seed)
+    return load_csv(path)
+
+
+def train(data_dir: str, name: str, trees: int, seed: int, depth: int = DEPTH) -> Trained:
+    return train_forest(load(data_dir, name), trees, depth, seed)
 
 
 def reset_peak() -> None:
@@ -78,13 +83,14 @@ def peak_mb() -> float:
     return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
-def selected(table: dict[str, Any], text: str | None) -> list[str]:
+def selected(table: dict[str, Any], text: str | None, option: str = "--datasets") -> list[str]:
+    """The keys of ``table`` that ``option``'s comma list ``text`` names (absent: all)."""
     if not text:
         return list(table)
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in table]
     if unknown:
-        raise InputError(f"--datasets: {unknown[0]!r} is not in the table "
+        raise InputError(f"{option}: {unknown[0]!r} is not in the table "
                          f"(choose from {', '.join(table)})")
     return names
 

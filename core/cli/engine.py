@@ -163,18 +163,26 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
 
     p = sub.add_parser("bench", help="reproduce the paper's tables beside its figures")
     extra = bench_extra or {}
-    p.add_argument("what", choices=("compile", "explain", "engines", *extra),
+    p.add_argument("what", choices=("compile", "explain", "engines", "predict", *extra),
                    help="the table: compile (Tables 1, 2 and 4, by --form), explain (Tables 3 "
                         "and 4's counterfactuals), engines (decision graphs, the SAT engine "
-                        "and auto on Table 2's forests, side by side)" + "".join(
+                        "and auto on Table 2's forests, side by side), predict (the imported "
+                        "soft forest decides as the model's predict on every test row; where "
+                        "the hard vote differs)" + "".join(
                             f", {name} ({text})" for name, (_, text) in extra.items()))
     p.add_argument("--data-dir", help="directory with the datasets' CSV files (every table "
                                       "but campaigns)")
-    p.add_argument("--datasets", help="comma list (default: all of the table)")
+    p.add_argument("--datasets", help="comma list (default: all of the table; predict: "
+                                      "each model's own)")
+    p.add_argument("--models", help="predict: comma list of rf, et, gb (default: all)")
+    p.add_argument("--out", metavar="FILE",
+                   help="predict: also write its rows to FILE as JSON Lines (through "
+                        "FILE.partial, renamed when complete)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
                    help="compile: nnf for Table 1, dg-conj for Table 2, dg for Table 4")
     p.add_argument("--trees", type=int,
-                   help="override the tables' number of trees (absent: the paper's)")
+                   help="override the tables' number of trees (absent: the paper's; predict: 100 "
+                        "estimators)")
     p.add_argument("--seed", type=int, default=0, help="seed of the training runs")
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
@@ -575,6 +583,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.data_dir is None and args.what not in args.bench_without_data:
         raise InputError(f"bench {args.what}: --data-dir DIR is required (the datasets' CSV "
                          "files)")
+    if args.out is not None and args.what != "predict":
+        raise InputError(f"bench {args.what}: --out is bench predict's; the other tables print "
+                         "their rows (--json: as JSON Lines)")
     args.node_budget = max_nodes(args)
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
@@ -582,6 +593,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from rfcircuits.cli.enginebench import bench_engines
 
         return bench_engines(args)
+    if args.what == "predict":
+        from rfcircuits.cli.predictbench import bench_predict
+
+        return bench_predict(args)
     from rfcircuits.cli.bench import run_bench
 
     return run_bench(args)
