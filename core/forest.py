@@ -231,6 +231,17 @@ class Tree:
         assert type(leaf) is Leaf
         return leaf.label
 
+    @property
+    def depth(self) -> int:
+        """The number of tests on the longest path from the root to a leaf; time O(nodes)."""
+        depth = [0] * len(self.nodes)
+        for k in topological_order(self.nodes):
+            node = self.nodes[k]
+            if type(node) is Branching:
+                for _, child in node.branches:
+                    depth[child] = max(depth[child], depth[k] + 1)
+        return max(depth)
+
     def leaf(self, x: Sequence[int]) -> int:
         """The index of the leaf instance ``x`` (state indices) reaches."""
         k = 0
