@@ -183,13 +183,14 @@ class Scored:
     instances: list[Instance]
     accuracy: float | None  # against the labels; None without labels; NaN without rows
     vote_agreement: float  # with the model's predict; NaN without rows
+    near_ties: int = 0  # soft votes: rows the library's float rounding could decide
 
 
 def score(model: Any, forest: Forest, X: np.ndarray, labels: Sequence[str] | None = None,
           where: Callable[[int, int], str] | None = None) -> Scored:
     """The states of rows ``X``, the fraction of rows whose vote (hard or soft, as the forest
-    says) is their label (a class name), and the fraction where it is the model's
-    ``predict``."""
+    says) is their label (a class name), the fraction where it is the model's ``predict``,
+    and the number of near ties (:meth:`rfcircuits.forest.Forest.near_tie`)."""
     instances = instances_from_values(forest, X, where)
     if not instances:
         return Scored(instances, None if labels is None else math.nan, math.nan)
@@ -199,9 +200,9 @@ def score(model: Any, forest: Forest, X: np.ndarray, labels: Sequence[str] | Non
         warnings.filterwarnings("ignore", "X does not have valid feature names")
         predicted = [name[p] for p in model.predict(X).tolist()]
     agreement = float(np.mean([v == p for v, p in zip(votes, predicted)]))
-    if labels is None:
-        return Scored(instances, None, agreement)
-    return Scored(instances, float(np.mean([v == y for v, y in zip(votes, labels)])), agreement)
+    near = sum(forest.near_tie(x) for x in instances)
+    accuracy = None if labels is None else float(np.mean([v == y for v, y in zip(votes, labels)]))
+    return Scored(instances, accuracy, agreement, near)
 
 
 @dataclass

@@ -21,6 +21,9 @@ oracle, shares only this model.
 - A forest's ``input_dtype`` says how a raw number is read before it meets the thresholds:
   ``"float64"`` as it is, ``"float32"`` rounded to the nearest float32 first, as scikit-learn
   casts its inputs (:func:`read_value`). Every placement of a raw number goes through it.
+- A forest's ``sum_dtype`` says in which floating type the library adds a soft forest's
+  weights (``"float64"``: scikit-learn, LightGBM; ``"float32"``: XGBoost); the exact
+  decision does not depend on it, the near-tie flag does (:meth:`Forest.near_tie`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,12 @@ FOREST_FORMAT = "rfcircuits.forest/1"
 TIES = ("first", "all")
 VOTES = ("hard", "soft")
 INPUT_DTYPES = ("float64", "float32")
+#: The floating types a library sums soft votes in (:attr:`Forest.sum_dtype`).
+SUM_DTYPES = ("float64", "float32")
+#: Units of rounding of 1 (in the sums' type) within which a gap between two sums is a near
+#: tie whatever the terms (:meth:`Forest.near_tie`): the library's link function (a sigmoid
+#: compared with 1/2, a softmax) cannot separate margins closer than a few such units.
+LINK_ULPS = 16
 #: Runs of at least this many states are written ``[first, last]`` in forest files.
 RUN_STATES = 32
 
@@ -223,6 +232,17 @@ class Tree:
         assert type(leaf) is Leaf
         return leaf.label
 
+    @property
+    def depth(self) -> int:
+        """The number of tests on the longest path from the root to a leaf; time O(nodes)."""
+        depth = [0] * len(self.nodes)
+        for k in topological_order(self.nodes):
+            node = self.nodes[k]
+            if type(node) is Branching:
+                for _, child in node.branches:
+                    depth[child] = max(depth[child], depth[k] + 1)
+        return max(depth)
+
     def leaf(self, x: Sequence[int]) -> int:
         """The index of the leaf instance ``x`` (state indices) reaches."""
         k = 0
@@ -245,7 +265,9 @@ class Forest:
     Construction validates (docs/formats.md#forest-files).
 
     ``input_dtype`` (one of :data:`INPUT_DTYPES`) is how raw numbers are read before they are
-    placed in interval states (:func:`read_value`); it changes nothing else."""
+    placed in interval states (:func:`read_value`); it changes nothing else. ``sum_dtype``
+    (one of :data:`SUM_DTYPES`, non-default with soft votes only) is the floating type the
+    library sums the weights in: it changes only :meth:`near_tie`."""
 
     features: tuple[Feature, ...]
     classes: tuple[str, ...]
@@ -254,6 +276,7 @@ class Forest:
     voting: str = "hard"
     #: Soft votes: what every sum starts from, one float64 per class (None: zeros).
     init: tuple[float, ...] | None = None
+    sum_dtype: str = "float64"
     feature_index: dict[str, int] = field(init=False, repr=False, compare=False)
     #: Soft votes: the power of two that makes every weight and ``init`` an integer.
     scale: int = field(init=False, repr=False, compare=False)
@@ -324,15 +347,20 @@ class Forest:
         return [v / (1 << self.scale) for v in votes]
 
     def near_tie(self, x: Sequence[int]) -> bool:
-        """Soft votes: whether a float64 summation of the weights, in any order (scikit-learn
-        adds its trees' probabilities in the order its threads finish) and then divided by
-        the number of trees, could order the two best classes otherwise than the exact sums
-        do, or tie them. Such an instance's decision is the library's rounding, not the
-        model's: it is flagged, never explained silently. Hard votes: False.
+        """Soft votes: whether the library's floating-point decision could differ from the
+        exact one: a summation of the weights in :attr:`sum_dtype`, in any order
+        (scikit-learn adds its trees' probabilities in the order its threads finish), then a
+        division by the number of trees or a link function (sigmoid, softmax) in the same
+        type, could order the two best classes otherwise than the exact sums do, or tie them.
+        Such an instance's decision is the library's rounding, not the model's: it is flagged,
+        never explained silently. Hard votes: False.
 
-        Bound: a sum of ``n`` float64 terms is within ``(n - 1) u Σ|w|`` of the exact sum
-        (``u = 2**-53``), and the division adds at most ``u`` times the quotient; the gap
-        must exceed both classes' errors."""
+        Bound, with ``u`` the unit roundoff of :attr:`sum_dtype` (``2**-53``, ``2**-24``): a
+        sum of ``n`` terms is within ``(n - 1) u Σ|w|`` of the exact sum, a division adds at
+        most ``u`` times the quotient, and a link cannot separate margins closer than
+        :data:`LINK_ULPS` ``u`` (XGBoost's float32 sigmoid is exactly 1/2, class 0, up to a
+        margin of about ``3.5 u``); the gap must exceed all of these. Time
+        O(trees × classes)."""
         if self.voting == "hard":
             return False
         sums = self.votes(x)
@@ -344,8 +372,10 @@ class Forest:
                 size[i] += abs(w)
         best = max(range(len(sums)), key=sums.__getitem__)
         terms = len(self.trees) + (self.init is not None)
-        return any(i != best
-                   and (sums[best] - sums[i]) << 53 <= (terms + 1) * (size[best] + size[i])
+        bits = 53 if self.sum_dtype == "float64" else 24
+        link = LINK_ULPS << self.scale
+        return any(i != best and (sums[best] - sums[i]) << bits
+                   <= (terms + 1) * (size[best] + size[i]) + link
                    for i in range(len(sums)))
 
     def classes_of(self, x: Sequence[int], ties: str = "first") -> list[int]:
@@ -370,6 +400,8 @@ class Forest:
             doc["votes"] = self.voting
         if self.init is not None:
             doc["init"] = list(self.init)
+        if self.sum_dtype != "float64":
+            doc["sum_dtype"] = self.sum_dtype
         doc.update(classes=list(self.classes), features=[f.to_json() for f in self.features],
                    trees=[{"nodes": [_node_json(self, n) for n in t.nodes]} for t in self.trees])
         return doc
@@ -421,6 +453,9 @@ def check_forest(forest: Forest) -> None:
     if not forest.classes:
         raise InputError("classes: at least one class is required")
     check_choice("votes", forest.voting, VOTES)
+    check_choice("sum_dtype", forest.sum_dtype, SUM_DTYPES)
+    if forest.sum_dtype != "float64" and forest.voting == "hard":
+        raise InputError("sum_dtype: only soft votes are summed in floating point")
     if forest.init is not None:
         if forest.voting == "hard":
             raise InputError("init: only soft votes start from initial sums")
@@ -630,8 +665,8 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
     fmt = r.get(obj, "format", str, "forest")
     if fmt != FOREST_FORMAT:
         raise r.fail("forest", f"field 'format' must be {FOREST_FORMAT!r}, not {fmt!r}")
-    r.only(obj, ("format", "input_dtype", "votes", "init", "classes", "features", "trees",
-                 "meta"), "forest")
+    r.only(obj, ("format", "input_dtype", "votes", "init", "sum_dtype", "classes", "features",
+                 "trees", "meta"), "forest")
     input_dtype = r.get(obj, "input_dtype", str, "forest") if "input_dtype" in obj else "float64"
     if input_dtype not in INPUT_DTYPES:
         raise r.fail("forest", f"field 'input_dtype' must be one of "
@@ -710,8 +745,10 @@ def forest_from_json(obj: Any, source: str = "") -> Forest:
         trees.append(Tree(tuple(nodes)))
     voting = r.get(obj, "votes", str, "forest") if "votes" in obj else "hard"
     init = _float_list(r, obj, "init", "forest") if "init" in obj else None
+    sum_dtype = r.get(obj, "sum_dtype", str, "forest") if "sum_dtype" in obj else "float64"
     try:
-        return Forest(tuple(features), tuple(classes), tuple(trees), input_dtype, voting, init)
+        return Forest(tuple(features), tuple(classes), tuple(trees), input_dtype, voting, init,
+                      sum_dtype)
     except InputError as exc:
         raise r.fail("forest", str(exc)) from None
 

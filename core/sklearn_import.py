@@ -127,19 +127,53 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     estimators = _estimators(model)
     if getattr(model, "n_outputs_", 1) != 1:
         raise InputError("multi-output classifiers are not supported")
-    n_features = int(model.n_features_in_)
-    if feature_names is None:
-        names = getattr(model, "feature_names_in_", None)
-        feature_names = [str(n) for n in names] if names is not None else \
-            [f"x{i}" for i in range(n_features)]
-    if len(feature_names) != n_features:
-        raise InputError(f"{len(feature_names)} feature names for {n_features} features")
-    classes = [str(c) for c in (class_names if class_names is not None else model.classes_)]
-    if len(classes) != len(model.classes_):
-        raise InputError(f"{len(classes)} class names for {len(model.classes_)} classes")
-    thresholds: list[set[float]] = [set() for _ in range(n_features)]
-    for k, est in enumerate(estimators):
-        t = est.tree_
+    names = getattr(model, "feature_names_in_", None)
+    feature_names = given_names(feature_names, list(names) if names is not None else
+                                [f"x{i}" for i in range(int(model.n_features_in_))], "feature")
+    classes = given_names(class_names, list(model.classes_), "class")
+    boosted = hasattr(model, "n_trees_per_iteration_")
+    votes = check_choice("votes", votes or "soft", VOTES)
+    init = None
+    if boosted:
+        if votes != "soft":
+            raise soft_only(type(model).__name__)
+        init = _boosted_init(model)
+        k, scale = model.n_trees_per_iteration_, float(model.learning_rate)
+        n_classes = len(classes)
+        leaf_of = [score_leaf(n_classes, 1 if k == 1 else c % k, scale)
+                   for c in range(len(estimators))]
+    else:
+        leaf_of = [_class_leaf(votes == "soft")] * len(estimators)
+    return build_forest([est.tree_ for est in estimators], leaf_of, feature_names, classes,
+                        "float32" if merge else "float64", votes, init)
+
+
+def soft_only(name: str) -> InputError:
+    """The error for a boosted model asked for hard votes."""
+    return InputError(f"the {name} decides by summed scores: import it with soft votes")
+
+
+def given_names(given: Sequence[Any] | None, default: Sequence[Any], what: str) -> list[str]:
+    """``given`` names (else the model's ``default`` ones) as strings, one per ``what``
+    (``"feature"`` or ``"class"``) of the model."""
+    names = [str(n) for n in (default if given is None else given)]
+    if len(names) != len(default):
+        plural = "classes" if what == "class" else what + "s"
+        raise InputError(f"{len(names)} {what} names for {len(default)} {plural}")
+    return names
+
+
+def build_forest(trees: Sequence[Any], leaf_of: Sequence[Callable[[Any, int], Leaf]],
+                 feature_names: Sequence[str], classes: Sequence[str], input_dtype: str,
+                 votes: str, init: Sequence[float] | None = None,
+                 sum_dtype: str = "float64") -> Forest:
+    """The forest of trees in scikit-learn's array form (``children_left``,
+    ``children_right``, ``feature`` and ``threshold`` per node; a leaf has no left child,
+    a negative ``feature``), whose test ``x <= threshold`` goes left: ``leaf_of[t](tree,
+    node)`` makes tree ``t``'s leaves. With ``input_dtype`` ``"float32"`` thresholds that
+    no float32 separates are merged (:func:`merge_thresholds`). Time O(nodes × depth)."""
+    thresholds: list[set[float]] = [set() for _ in feature_names]
+    for k, t in enumerate(trees):
         for f, thr in zip(t.feature, t.threshold):
             if f < 0:
                 continue
@@ -149,27 +183,13 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
             thresholds[f].add(float(thr))
     features, index = [], []
     for name, ts in zip(feature_names, thresholds):
-        kept, where = merge_thresholds(ts) if merge else \
+        kept, where = merge_thresholds(ts) if input_dtype == "float32" else \
             (sorted(ts), {t: k for k, t in enumerate(sorted(ts))})
         features.append(Feature.numeric(name, kept))
         index.append(where)
-    boosted = hasattr(model, "n_trees_per_iteration_")
-    votes = check_choice("votes", votes or "soft", VOTES)
-    init = None
-    if boosted:
-        if votes != "soft":
-            raise InputError(f"a {type(model).__name__} decides by summed scores: import it "
-                             "with soft votes")
-        init = _boosted_init(model)
-        k, scale = model.n_trees_per_iteration_, float(model.learning_rate)
-        n_classes = len(classes)
-        leaf_of = [_score_leaf(n_classes, 1 if k == 1 else c % k, scale)
-                   for c in range(len(estimators))]
-    else:
-        leaf_of = [_class_leaf(votes == "soft")] * len(estimators)
-    trees = [_convert(est.tree_, features, index, leaf) for est, leaf in zip(estimators, leaf_of)]
-    return Forest(tuple(features), tuple(classes), tuple(trees),
-                  "float32" if merge else "float64", votes, init)
+    converted = [_convert(t, features, index, leaf) for t, leaf in zip(trees, leaf_of)]
+    return Forest(tuple(features), tuple(classes), tuple(converted), input_dtype, votes,
+                  None if init is None else tuple(init), sum_dtype)
 
 
 def _class_leaf(soft: bool) -> Callable[[Any, int], Leaf]:
@@ -181,8 +201,9 @@ def _class_leaf(soft: bool) -> Callable[[Any, int], Leaf]:
     return leaf
 
 
-def _score_leaf(n_classes: int, c: int, scale: float) -> Callable[[Any, int], Leaf]:
-    """A boosted regression tree's leaf for class ``c``: ``scale * value`` added to it."""
+def score_leaf(n_classes: int, c: int, scale: float = 1.0) -> Callable[[Any, int], Leaf]:
+    """A boosted regression tree's leaf for class ``c``: ``scale * value`` (its float64
+    product) added to it; ``value`` is indexed ``[node, 0, 0]``, as scikit-learn's."""
     def leaf(t: Any, k: int) -> Leaf:
         weights = [0.0] * n_classes
         weights[c] = scale * float(t.value[k, 0, 0])

@@ -1,4 +1,5 @@
-"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl) or Dask.
+"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl), Dask, or a boosting
+library (XGBoost, LightGBM).
 
 A test marked ``@pytest.mark.needs("pyxai")`` (or a parameter with that mark) is skipped,
 saying why, when the part is missing, unless the run requires the part: the comma list in
@@ -15,7 +16,8 @@ from collections.abc import Callable
 
 import pytest
 
-#: The environment variable listing the parts this run requires (``pyxai,anchors,dask``).
+#: The environment variable listing the parts this run requires (``pyxai,anchors,dask``;
+#: ``xgboost``, ``lightgbm``).
 REQUIRE_ENV = "RFCIRCUITS_TESTS_REQUIRE"
 
 
@@ -51,9 +53,16 @@ def _dask() -> str | None:
         "Dask distributed is not installed (pip install '.[dask]')"
 
 
+def _module(name: str) -> Callable[[], str | None]:
+    """Why the boosting library ``name`` is missing (the ``boost`` extra), or None."""
+    return lambda: None if importlib.util.find_spec(name) else \
+        f"{name} is not installed (pip install '.[boost]')"
+
+
 #: Why each part is missing (None: it is there).
 MISSING: dict[str, Callable[[], str | None]] = {
-    "pyxai": _pyxai, "anchors": _anchors, "rfxpl": _rfxpl, "dask": _dask}
+    "pyxai": _pyxai, "anchors": _anchors, "rfxpl": _rfxpl, "dask": _dask,
+    "xgboost": _module("xgboost"), "lightgbm": _module("lightgbm")}
 _seen: dict[str, str | None] = {}
 
 

@@ -21,9 +21,10 @@ WEIGHT = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinit
 
 def soft_doc(leaves: list[list[float]], init: list[float] | None = None) -> dict[str, Any]:
     """Trees of one split on ``x`` (state 0 to the first leaf, 1 to the second), two leaves
-    each, over the classes a, b, c."""
+    each, over the classes a, b, c (as many as a leaf has weights)."""
     doc: dict[str, Any] = {
-        "format": "rfcircuits.forest/1", "votes": "soft", "classes": ["a", "b", "c"],
+        "format": "rfcircuits.forest/1", "votes": "soft",
+        "classes": ["a", "b", "c"][:len(leaves[0])],
         "features": [{"name": "x", "thresholds": [0.5]}],
         "trees": [{"nodes": [{"feature": "x", "branches": [[[0], 1], [[1], 2]]},
                              {"weights": leaves[t]}, {"weights": leaves[t + 1]}]}
@@ -71,6 +72,10 @@ def test_a_near_tie_below_float64_resolution_is_decided_exactly():
     (lambda d: d.update(votes="averaged"), "votes"),
     (lambda d: d.update(init=[0.0, "x", 0.0]), "finite numbers expected"),
     (lambda d: (d.pop("votes"), d.update(init=[0.0, 0.0, 0.0])), "only soft votes"),
+    (lambda d: d.update(sum_dtype="float16"), "sum_dtype must be one of 'float64', 'float32'"),
+    (lambda d: (d.pop("votes"), d["trees"][0]["nodes"].__setitem__(1, {"class": "a"}),
+                d["trees"][0]["nodes"].__setitem__(2, {"class": "b"}),
+                d.update(sum_dtype="float32")), "sum_dtype: only soft votes"),
 ])
 def test_malformed_soft_forests_are_refused_naming_the_place(change, message):
     doc = soft_doc([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
@@ -92,9 +97,11 @@ def test_oracles_not_yet_weighted_refuse_soft_forests():
 def test_soft_forest_files_follow_their_schema():
     from tests.test_formats import assert_valid, problems
 
-    forest = forest_from_json(soft_doc([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], [0.0, 0.1, -2.0]))
+    forest = forest_from_json({**soft_doc([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]], [0.0, 0.1, -2.0]),
+                               "sum_dtype": "float32"})
     doc = forest.to_json()
     assert_valid("forest", doc)
+    assert doc["sum_dtype"] == "float32" and forest_from_json(doc) == forest
     doc["trees"][0]["nodes"][1]["class"] = "a"  # a leaf is one kind or the other
     assert problems("forest", doc)
 
@@ -163,6 +170,51 @@ def test_an_exact_tie_that_float_sums_break_is_flagged():
     forest = forest_from_json(soft_doc(leaves))
     assert forest.near_tie((0,)) and not forest.near_tie((1,))
     assert float_decisions(leaves, 0, 50, 0) == {0, 1}
+
+
+def float32_decisions(leaves: list[list[float]], state: int, orders: int, seed: int) -> set[int]:
+    """The classes XGBoost's arithmetic takes from the leaves ``state`` reaches, added in
+    float32 in ``orders`` random orders: a binary model's class 1 when the float32 sigmoid of
+    its margin (class 1's sum; class 0's is 0) exceeds 1/2, else the first largest float32
+    softmax probability (exponentials summed in float64, as XGBoost does)."""
+    import random
+
+    import numpy as np
+
+    f32 = np.float32
+    rng = random.Random(seed)
+    reached = [np.asarray(leaves[t + state], dtype=f32) for t in range(0, len(leaves), 2)]
+    found = set()
+    for _ in range(orders):
+        rng.shuffle(reached)
+        total = np.zeros(len(reached[0]), dtype=f32)
+        for w in reached:
+            total += w
+        if len(total) == 2:
+            found.add(int(f32(1) / (np.exp(-total[1]) + f32(1)) > 0.5))
+        else:
+            e = np.exp(total - total.max())
+            found.add(int(np.argmax(e / f32(sum(float(v) for v in e)))))
+    return found
+
+
+FLOAT32_WEIGHT = st.sampled_from([float(__import__("numpy").float32(v)) for v in (
+    0.0, 0.1, 0.2, 0.3, 0.7, 1 / 3, 0.5, 1.0, -0.1, -0.3, 2.0 ** -25, -(2.0 ** -26), 1e-7)])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(2, 3).flatmap(lambda k: st.lists(
+    st.lists(FLOAT32_WEIGHT, min_size=k, max_size=k).map(
+        lambda w: [0.0, w[1]] if len(w) == 2 else w),  # binary: class 0's sum stays 0
+    min_size=2, max_size=16).filter(lambda ls: len(ls) % 2 == 0)), st.integers(0, 2 ** 32))
+def test_only_near_ties_can_be_decided_otherwise_by_float32_sums(leaves, seed):
+    """``sum_dtype`` float32 (XGBoost): an instance not flagged gets the exact decision from
+    float32 sums in any order through XGBoost's sigmoid or softmax; the weights include
+    margins within its sigmoid's rounding of 1/2."""
+    forest = forest_from_json({**soft_doc(leaves), "sum_dtype": "float32"})
+    for state in (0, 1):
+        if not forest.near_tie((state,)):
+            assert float32_decisions(leaves, state, 20, seed) == {forest.decision((state,))}
 
 
 def test_import_votes_soft_reports_full_agreement_with_predict(tmp_path, capsys):

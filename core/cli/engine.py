@@ -86,17 +86,22 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.set_defaults(handler=cmd_train)
 
     p = sub.add_parser(
-        "import", help="a trained scikit-learn model file as a forest file",
+        "import", help="a trained scikit-learn, XGBoost or LightGBM model file as a forest "
+                       "file",
         description="Convert a fitted scikit-learn RandomForestClassifier, "
-                    "ExtraTreesClassifier or DecisionTreeClassifier, saved with pickle or "
-                    "joblib, into a forest file (rfcircuits.forest/1). A Pipeline is not "
-                    "accepted: save its final estimator, if its other steps leave the features "
-                    "unchanged. Raw numbers are read as float32, as scikit-learn does. "
+                    "ExtraTreesClassifier, DecisionTreeClassifier or "
+                    "GradientBoostingClassifier, saved with pickle or joblib, or an XGBoost or "
+                    "LightGBM classifier (its sklearn-API model pickled, or the library's own "
+                    "model file: XGBoost's JSON or UBJSON, LightGBM's text model or "
+                    "dump_model() JSON), into a forest file (rfcircuits.forest/1). A Pipeline "
+                    "is not accepted: save its final estimator, if its other steps leave the "
+                    "features unchanged. Raw numbers are read as float32, as scikit-learn and "
+                    "XGBoost do (LightGBM: float64). "
                     "WARNING: loading a pickle or joblib file runs code the file names; load "
                     "only files you trust.")
     p.add_argument("--model", required=True,
-                   help="the model file (pickle or joblib; it runs code when loaded: trusted "
-                        "files only)")
+                   help="the model file (pickle or joblib, which runs code when loaded: trusted "
+                        "files only; or an XGBoost or LightGBM model file)")
     p.add_argument("--out", required=True, help="forest file to write (rfcircuits.forest/1)")
     p.add_argument("--data", help="CSV file of rows to report on, as train does: accuracy of "
                                   "the hard-majority vote (with labels) and agreement with the "
@@ -110,9 +115,10 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                         "classes_ as text, e.g. 0,1,2); --data's labels stay those of classes_")
     p.add_argument("--votes", choices=VOTES,
                    help="soft (the default): the leaves' class probabilities, or a boosted "
-                        "model's scores (its only meaning), summed exactly: the decision the "
-                        "model's predict makes; hard: each tree votes for its leaf's class "
-                        "(the paper's majority vote, what PyXAI and RFxpl explain)")
+                        "model's scores (its only meaning: GradientBoosting, XGBoost, "
+                        "LightGBM), summed exactly: the decision the model's predict makes; "
+                        "hard: each tree votes for its leaf's class (the paper's majority "
+                        "vote, what PyXAI and RFxpl explain)")
     p.set_defaults(handler=cmd_import)
 
     p = sub.add_parser("compile", help="compile class formulas into circuits")
@@ -360,10 +366,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def report(head: str, forest: Forest, scored: Scored | None, rows: str) -> None:
+def report(head: str, forest: Forest, scored: Scored | None, rows: str,
+           library: str = "sklearn") -> None:
     """What ``train`` and ``import`` print about a forest: its size and, for ``scored`` rows,
     how its vote (hard or soft) fares against their labels (when they have some) and against
-    the model's ``predict``."""
+    the model's ``predict`` (``library``'s)."""
     print(f"{head}, {forest.n_nodes} nodes" +
           (f"; {len(scored.instances)} {rows}" if scored else ""))
     if scored is None:
@@ -371,26 +378,34 @@ def report(head: str, forest: Forest, scored: Scored | None, rows: str) -> None:
     if scored.accuracy is not None:
         vote = "hard-majority vote" if forest.voting == "hard" else "exact soft vote"
         print(f"accuracy ({vote}): {100 * scored.accuracy:.2f}%")
-    print(f"vote agrees with sklearn predict: {100 * scored.vote_agreement:.2f}% of {rows}")
+    print(f"vote agrees with {library} predict: {100 * scored.vote_agreement:.2f}% of {rows}")
+    if forest.voting == "soft":
+        print(f"near ties (flagged: the library's float rounding could decide them): "
+              f"{scored.near_ties} {rows}")
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    """``rfcircuits import``: a pickled scikit-learn model as a forest file; with ``--data``,
-    what ``train`` reports, on every row of the CSV."""
+    """``rfcircuits import``: a pickled scikit-learn model, or an XGBoost or LightGBM model
+    (:func:`rfcircuits.boosted_import.load_model_file`), as a forest file; with ``--data``,
+    what ``train`` reports, on every row of the CSV, and a soft forest's near ties."""
     import numpy as np
 
+    from rfcircuits.boosted_import import (forest_from_model, library_of, load_model_file,
+                                           model_name)
     from rfcircuits.datasets import as_class_names, load_rows, score
-    from rfcircuits.sklearn_import import forest_from_sklearn, load_model
 
     check_output(args.out)
-    model = load_model(args.model)
-    forest = forest_from_sklearn(model, votes=args.votes)  # checks the model first
+    model = load_model_file(args.model)
+    forest = forest_from_model(model, votes=args.votes)  # checks the model first
     given = list(forest.classes)
     if args.class_names is not None:
         forest = dataclasses.replace(forest, classes=class_names(args.class_names, len(given)))
     names = list(forest.classes)
     scored = None
     if args.data:
+        if not hasattr(model, "predict"):
+            raise InputError(f"{args.model}: a LightGBM dump_model() file cannot predict: for "
+                             "--data, import the text model file (Booster.save_model)")
         features = getattr(model, "feature_names_in_", None)
         rows = load_rows(args.data, None if features is None else [str(n) for n in features],
                          len(forest.features), args.target)
@@ -398,11 +413,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         labels = None if rows.labels is None else \
             [renamed.get(y, y) for y in as_class_names(rows.labels, given, args.data)]
         scored = score(model, forest, rows.X, labels, rows.where)
-    estimators = np.ravel(getattr(model, "estimators_", [model]))  # boosted: stages × classes
-    depth = max(int(e.tree_.max_depth) for e in estimators)
+    if library_of(model) is None:
+        estimators = np.ravel(getattr(model, "estimators_", [model]))  # stages × classes
+        depth = max(int(e.tree_.max_depth) for e in estimators)
+    else:  # the imported trees' (a test the path decides is skipped)
+        depth = max(tree.depth for tree in forest.trees)
     save_forest(forest, args.out)
-    report(f"{os.path.basename(args.model)} ({type(model).__name__}): {len(forest.trees)} "
-           f"trees, depth {depth}", forest, scored, "rows")
+    report(f"{os.path.basename(args.model)} ({model_name(model)}): {len(forest.trees)} "
+           f"trees, depth {depth}", forest, scored, "rows", library_of(model) or "sklearn")
     if args.class_names is not None:
         print("classes: " + ", ".join(f"{g} as {n!r}" for g, n in zip(given, names)))
     print(f"wrote {args.out}")
