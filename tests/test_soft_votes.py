@@ -232,13 +232,14 @@ def test_import_votes_soft_reports_full_agreement_with_predict(tmp_path, capsys)
     data.frame.to_csv(tmp_path / "rows.csv", index=False)
     common = ["import", "--model", str(tmp_path / "m.joblib"), "--data",
               str(tmp_path / "rows.csv"), "--target", "target"]
-    assert main([*common, "--out", str(tmp_path / "hard.json")]) == 0
+    assert main([*common, "--out", str(tmp_path / "hard.json"), "--votes", "hard"]) == 0
     assert "vote agrees with sklearn predict: 100.00%" not in capsys.readouterr().out
-    assert main([*common, "--out", str(tmp_path / "soft.json"), "--votes", "soft"]) == 0
+    assert main([*common, "--out", str(tmp_path / "soft.json")]) == 0  # soft by default
     out = capsys.readouterr().out
     assert "accuracy (exact soft vote)" in out
     assert "vote agrees with sklearn predict: 100.00% of rows" in out
     assert load_forest(tmp_path / "soft.json").voting == "soft"
+    assert load_forest(tmp_path / "hard.json").voting == "hard"
 
 
 @pytest.mark.parametrize("load", ["breast_cancer", "wine"])
