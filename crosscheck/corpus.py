@@ -223,11 +223,19 @@ def spec_case(case_id: str) -> CaseSpec:
                               instance_name else "every world"})
 
 
+def limits_json(limits: Limits) -> dict[str, object]:
+    """A stream's limits as its cases record them (``votes`` only when not the default)."""
+    doc = asdict(limits)
+    if limits.votes == "hard":
+        del doc["votes"]
+    return doc
+
+
 def random_case(stream: Stream, k: int) -> CaseSpec:
     """Candidate ``k`` of a stream of tiny random forests."""
     return CaseSpec(f"random-{stream.name}-{k:04d}", {
         "kind": "random", "stream": stream.name, "generator": "rfcircuits.crosscheck.fuzz.make_case",
-        "seed": stream.seed, "case": k, "limits": asdict(stream.limits),
+        "seed": stream.seed, "case": k, "limits": limits_json(stream.limits),
         "single_state_retests": stream.retests,
         "instances": "make_case's instances, then a tied world and a world per decided class"})
 

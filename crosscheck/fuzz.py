@@ -36,7 +36,8 @@ from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
 from rfcircuits.crosscheck.parallel import open_backend, run_tasks
 from rfcircuits.crosscheck.shrink import shrink
-from rfcircuits.crosscheck.strategies import GENERAL, Limits, random_forest, random_instance
+from rfcircuits.crosscheck.strategies import (GENERAL, Limits, random_forest, random_instance,
+                                              soften)
 
 REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
@@ -57,10 +58,16 @@ class Summary:
 
 def make_case(seed: int, k: int, limits: Limits,
               stream: str = "") -> tuple[Forest, list[Instance]]:
-    """Case ``k`` of a fuzz run with ``seed`` (of the named ``stream``, if any)."""
-    rng = random.Random(f"{seed}/{k}/{stream}" if stream else f"{seed}/{k}")
+    """Case ``k`` of a fuzz run with ``seed`` (of the named ``stream``, if any). Soft cases
+    (``limits.votes``) are the hard case's forest and instances with weights drawn from a
+    stream of their own, so that hard cases stay what they were."""
+    name = f"{seed}/{k}/{stream}" if stream else f"{seed}/{k}"
+    rng = random.Random(name)
     forest = random_forest(rng, limits)
-    return forest, [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
+    instances = [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
+    if limits.votes == "soft" or limits.votes == "mixed" and k % 2:
+        forest = soften(forest, random.Random(name + "/soft"))
+    return forest, instances
 
 
 def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],

@@ -49,9 +49,9 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
     for t, tree in enumerate(forest.trees):
         for k, node in enumerate(tree.nodes):
             if type(node) is Branching:
-                for label in sorted({n.label for n in tree.nodes if type(n) is Leaf}):
+                for leaf in _leaves(tree):
                     trees = list(forest.trees)
-                    trees[t] = _compact(tree.nodes[:k] + (Leaf(label),) + tree.nodes[k + 1:])
+                    trees[t] = _compact(tree.nodes[:k] + (leaf,) + tree.nodes[k + 1:])
                     yield from _valid(forest, forest.features, forest.classes, trees, instances)
     tested = {n.feature for tree in forest.trees for n in tree.nodes if type(n) is Branching}
     for f in range(len(forest.features)):
@@ -64,6 +64,12 @@ def _candidates(forest: Forest, instances: list[Instance]) -> Iterator[Case]:
     if last >= 2 and not any(type(n) is Leaf and n.label == last
                              for tree in forest.trees for n in tree.nodes):
         yield from _valid(forest, forest.features, forest.classes[:-1], forest.trees, instances)
+
+
+def _leaves(tree: Tree) -> list[Leaf]:
+    """The tree's distinct leaves (a soft leaf with its weights), in a fixed order."""
+    return sorted({n for n in tree.nodes if type(n) is Leaf},
+                  key=lambda n: (n.label, n.weights or ()))
 
 
 def _valid(forest: Forest, features: Sequence[Feature], classes: Sequence[str],

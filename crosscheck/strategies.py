@@ -17,7 +17,7 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rfcircuits.forest import (Branching, Feature, Forest, Instance, Leaf, Tree, TreeNode,
                                float32_floor, mask_states)
@@ -32,6 +32,9 @@ class Limits:
     max_trees: int = 7
     max_classes: int = 3
     max_depth: int = 4
+    #: What the trees vote (:func:`rfcircuits.crosscheck.fuzz.make_case`): ``hard``, ``soft``
+    #: (weights from :data:`SOFT_WEIGHTS`, :func:`soften`), or ``mixed`` (odd cases soft).
+    votes: str = "hard"
 
 
 #: Bounds of the fuzz run's general-reason cases (:mod:`rfcircuits.crosscheck.fuzz`): more features and
@@ -109,6 +112,21 @@ def _partition(rng: random.Random, states: list[int], numeric: bool) -> list[int
         cuts = sorted(rng.sample(range(1, len(states)), k - 1))
         runs = [shuffled[a:b] for a, b in zip([0] + cuts, cuts + [len(shuffled)])]
     return [sum(1 << s for s in run) for run in runs]
+
+
+#: Leaf weights of random soft forests: sums of these tie exactly (1/3 + 2/3 = 1) or miss by
+#: one unit in the last place (0.1 + 0.2 != 0.3 in float64), and some are negative or zero.
+SOFT_WEIGHTS = (0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, -0.25, 0.7)
+
+
+def soften(forest: Forest, rng: random.Random) -> Forest:
+    """``forest``'s trees with soft votes: random per-class weights (:data:`SOFT_WEIGHTS`) on
+    every leaf, and half the time an ``init``."""
+    k = len(forest.classes)
+    trees = [Tree(tuple(Leaf(n.label, tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k)))
+                        if type(n) is Leaf else n for n in t.nodes)) for t in forest.trees]
+    init = tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k)) if rng.random() < 0.5 else None
+    return replace(forest, trees=tuple(trees), voting="soft", init=init)
 
 
 def random_instance(rng: random.Random, forest: Forest) -> Instance:

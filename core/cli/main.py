@@ -147,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-trees", type=int, default=7, help="most trees in a case")
     p.add_argument("--max-classes", type=int, default=3, help="most classes (at least 2)")
     p.add_argument("--max-depth", type=int, default=4, help="deepest tree in a case")
+    p.add_argument("--votes", choices=("mixed", "hard", "soft"), default="mixed",
+                   help="what the trees vote: mixed (default: odd cases soft), hard (one vote "
+                        "per tree), soft (weighted leaves, sums exact)")
     p.add_argument("--oracles", default=",".join(ORACLE_NAMES),
                    help="comma list of the oracles to compare with")
     p.add_argument("--engine", choices=("graphs", "sat", "both"), default="both",
@@ -458,7 +461,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')} must be positive")
     limits = Limits(args.max_features, max(2, args.max_states), args.max_trees,
-                    max(2, args.max_classes), args.max_depth)
+                    max(2, args.max_classes), args.max_depth, args.votes)
     summary = fuzz(seconds, args.seed, args.jobs, limits, args.out, _oracles(args.oracles),
                    progress=not args.no_progress, cases=args.cases, dask=backend(args),
                    engines=("graphs", "sat") if args.engine == "both" else (args.engine,))
