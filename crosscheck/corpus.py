@@ -16,9 +16,14 @@ Layout (format :data:`CORPUS_FORMAT`)::
 Cases (:func:`plan`): the worked examples with every world as an instance; tiny random
 forests of :func:`rfcircuits.crosscheck.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
-single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests), their
-instances completed by a tied world and a world per decided class; forests trained with
-scikit-learn on its bundled datasets (:data:`TRAINED`), instances the first test rows.
+single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests; with soft
+votes, exact ties of the weighted sums, near ties, negative sums, decisive initial scores),
+their instances completed by a tied world (soft votes: and a near tie) and a world per decided
+class; forests trained with scikit-learn on its bundled datasets (:data:`TRAINED`: random
+forests with hard or soft votes, gradient-boosted trees), instances the first test rows.
+XGBoost and LightGBM models are left out: the corpus must build without those optional
+libraries, and neither promises the same trees bit for bit across platforms and thread counts
+(their import is tested on its own, ``tests/test_boosted_import.py``).
 
 :func:`build` writes every expected answer from the native engine and keeps a case only when
 every oracle that fits it agrees (:func:`rfcircuits.crosscheck.harness.crosscheck`, both tie policies)
@@ -28,6 +33,8 @@ sibling directory and swapped in at the end, so an interrupted build leaves the 
 :func:`check` re-verifies a corpus: the native engine must reproduce every line byte for byte,
 circuit files must be equivalent to the BDD oracle's class formulas, and optionally the
 oracles re-confirm. Output is deterministic: fixed seeds, canonical JSON, no timings.
+``build(keep=True)`` (``corpus build --keep``) adds the cases the corpus lacks and leaves the
+others byte for byte, as a newer engine would write some of their files otherwise.
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ from rfcircuits.crosscheck.fuzz import make_case, repro
 from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
 from rfcircuits.crosscheck._backend_abc import Backend
 from rfcircuits.crosscheck.parallel import open_backend, run_ordered, run_tasks
-from rfcircuits.crosscheck.strategies import Limits, all_worlds, with_edge_worlds
+from rfcircuits.crosscheck.strategies import Limits, all_worlds, tied, with_edge_worlds
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
 MANIFEST = "MANIFEST.json"
@@ -126,12 +133,20 @@ STREAMS = (
     Stream("one-tree", "one-tree", 30, Limits(4, 5, 1, 4, 5), 606),
     *(Stream(f"classes-{k}", f"classes-{k}", 20, Limits(4, 4, 7, k, 4), 610 + k)
       for k in range(2, 6)),
+    # Soft votes (weights of rfcircuits.crosscheck.strategies.SOFT_WEIGHTS): the edge cases of
+    # exact sums of float64 weights.
+    Stream("soft-tie", "soft-tie", 6, Limits(4, 4, 4, 3, 3, "soft"), 621),
+    Stream("soft-near-tie", "near-tie", 6, Limits(4, 3, 5, 3, 3, "soft"), 622),
+    Stream("soft-negative", "negative-sum", 6, Limits(4, 4, 4, 3, 3, "soft"), 623),
+    Stream("soft-init", "init-decides", 6, Limits(4, 4, 4, 3, 3, "soft"), 624),
 )
 
 
 @dataclass(frozen=True)
 class TrainedSpec:
-    """A scikit-learn forest on a bundled dataset, restricted to some columns and classes."""
+    """A scikit-learn forest on a bundled dataset, restricted to some columns and classes:
+    a random forest (``model`` ``rf``) imported with hard or soft ``votes``, or gradient-boosted
+    trees (``gb``, ``trees`` stages; soft votes, their only meaning)."""
 
     dataset: str
     columns: tuple[int, ...]
@@ -140,14 +155,18 @@ class TrainedSpec:
     depth: int
     seed: int = 0
     instances: int = 5
+    votes: str = "hard"
+    model: str = "rf"  # a key of rfcircuits.datasets.TRAINERS
 
     @property
     def id(self) -> str:
         """E.g. ``trained-digits-x28_36-c0_1-20t-d3-s0`` (columns, classes kept, trees, depth,
-        seed)."""
+        seed), then ``-soft`` for a random forest's soft votes, ``-gb`` for boosted trees."""
         labels = "-c" + "_".join(map(str, self.labels)) if self.labels is not None else ""
+        tag = f"-{self.model}" if self.model != "rf" else \
+            "-soft" if self.votes == "soft" else ""
         return (f"trained-{self.dataset.replace('_', '-')}-x{'_'.join(map(str, self.columns))}"
-                f"{labels}-{self.trees}t-d{self.depth}-s{self.seed}")
+                f"{labels}-{self.trees}t-d{self.depth}-s{self.seed}{tag}")
 
 
 #: Column and class subsets keep each forest tractable for the native engine and for the SAT
@@ -196,6 +215,17 @@ TRAINED = (
     TrainedSpec("digits", (28, 36), (0, 1), 50, 3),
     TrainedSpec("digits", (20, 28, 36, 43, 44, 21), (0, 1, 2, 3, 4), 5, 2),
     TrainedSpec("digits", (20, 28, 36, 43, 44, 21), (0, 1, 2, 3, 4), 20, 2),
+    # Soft votes: the decision predict makes (and one where it is not the hard vote's).
+    TrainedSpec("iris", (2, 3), None, 5, 3, votes="soft"),
+    TrainedSpec("wine", (9, 12), None, 5, 2, votes="soft"),
+    TrainedSpec("breast_cancer", (21, 27), None, 5, 2, votes="soft"),
+    TrainedSpec("digits", (28, 36), (0, 1), 10, 3, votes="soft"),
+    # Gradient boosting, binary (one score against 0) and multi-class (a tree per class and
+    # stage); XGBoost and LightGBM are left out (module docstring).
+    TrainedSpec("breast_cancer", (21, 27), None, 5, 2, votes="soft", model="gb"),
+    TrainedSpec("wine", (0, 6, 9, 12), (0, 1), 5, 2, votes="soft", model="gb"),
+    TrainedSpec("iris", (2, 3), None, 2, 2, votes="soft", model="gb"),
+    TrainedSpec("wine", (9, 12), None, 2, 2, votes="soft", model="gb"),
 )
 
 #: The worked examples (:mod:`rfcircuits.crosscheck.spec_examples`): forest, instance, title.
@@ -241,20 +271,39 @@ def random_case(stream: Stream, k: int) -> CaseSpec:
 
 
 def trained_case(spec: TrainedSpec) -> CaseSpec:
-    """A forest trained on a scikit-learn bundled dataset (names resolved for the manifest)."""
+    """A forest trained on a scikit-learn bundled dataset (names resolved for the manifest;
+    ``votes`` and ``model`` only when not the defaults, so that the hard random forests'
+    origins stay what they were)."""
     from sklearn import datasets
+
+    from rfcircuits.datasets import TRAINERS
 
     bunch = getattr(datasets, f"load_{spec.dataset}")()
     labels = spec.labels if spec.labels is not None else tuple(range(len(bunch.target_names)))
-    return CaseSpec(spec.id, {
+    origin = {
         "kind": "trained", "dataset": spec.dataset,
         "loader": f"sklearn.datasets.load_{spec.dataset}", "columns": list(spec.columns),
         "features": [str(bunch.feature_names[c]) for c in spec.columns],
         "labels": list(labels), "classes": [str(bunch.target_names[c]) for c in labels],
-        "trainer": "rfcircuits.datasets.train_forest (RandomForestClassifier, 85/15 split)",
+        "trainer": f"rfcircuits.datasets.train_forest ({TRAINERS[spec.model]}, 85/15 split)",
         "n_estimators": spec.trees, "max_depth": spec.depth, "random_state": spec.seed,
         "n_instances": spec.instances,
-        "instances": "the first distinct test rows (as states)"})
+        "instances": "the first distinct test rows (as states)"}
+    if spec.votes != "hard":
+        origin["votes"] = spec.votes
+    if spec.model != "rf":
+        origin["model"] = spec.model
+    if _versus_hard(origin):
+        origin["instances"] += (", then the first world (in the order of the state indices) "
+                                "whose soft decision is not the hard vote's, if none of them is")
+    return CaseSpec(spec.id, origin)
+
+
+def _versus_hard(origin: dict[str, Any]) -> bool:
+    """Whether a trained case's instances include a world where the soft decision differs
+    from the hard vote: a random forest of soft votes (whose leaves' labels are the hard
+    vote's)."""
+    return origin.get("votes") == "soft" and origin.get("model", "rf") == "rf"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,9 +373,16 @@ def _trained(origin: dict[str, Any]) -> Made:
                    np.array([labels.index(v) for v in bunch.target[keep]]),
                    list(origin["classes"]))
     trained = train_forest(data, origin["n_estimators"], origin["max_depth"],
-                           origin["random_state"])
+                           origin["random_state"], origin.get("votes", "hard"),
+                           origin.get("model", "rf"))
+    forest = trained.forest
     instances = list(dict.fromkeys(trained.test_instances))[:origin["n_instances"]]
-    return Made(trained.forest, instances, {
+    if _versus_hard(origin) and all(hard_vote(forest, x) == forest.decision(x)
+                                    for x in instances):
+        instances.extend(itertools.islice(
+            (w for w in itertools.product(*(range(f.n_states) for f in forest.features))
+             if hard_vote(forest, w) != forest.decision(w)), 1))
+    return Made(forest, instances, {
         "accuracy": round(trained.accuracy, 6), "vote_agreement": round(trained.vote_agreement, 6),
         "test_rows": len(trained.test_instances)})
 
@@ -340,8 +396,56 @@ def native_lines(forest: Forest, instances: Sequence[Instance]) -> dict[str, lis
     return out
 
 
-def categories(forest: Forest, lines: dict[str, list[str]]) -> list[str]:
-    """The edge-case categories a case hits, from its forest and its explanation lines."""
+def hard_vote(forest: Forest, x: Instance) -> int:
+    """The first class with most trees whose leaf at ``x`` is labelled with it: the decision
+    of hard votes; of soft votes, the vote of the leaves' labels (for a random forest imported
+    from scikit-learn, each leaf's argmax class: its hard vote)."""
+    counts = [0] * len(forest.classes)
+    for tree in forest.trees:
+        counts[tree.vote(x)] += 1
+    return counts.index(max(counts))
+
+
+#: What each edge-case category means (the README's table); a case may hit several.
+CATEGORIES = {
+    "binary-features": "every feature has two states",
+    "categorical-only": "categorical features only",
+    "dag": "a tree shares a subtree between branches",
+    "mixed-features": "numeric and categorical features",
+    "numeric-only": "numeric features only",
+    "one-state-feature": "a feature with a single state",
+    "one-tree": "a single tree",
+    "retest": "a test below another on the same feature (its feasible states only)",
+    "single-state-retest": "a re-test with one branch, on a single state",
+    "tie": "hard votes: an instance whose top vote count is shared",
+    "unsat-class": "a class no world reaches (its contrastive explanations `[]`)",
+    "unused-feature": "a feature no tree tests",
+    "valid-class": "an instance whose decision no change of features flips (robustness "
+                   "`null`)",
+    "soft-votes": "soft votes: each leaf adds float64 weights, the largest exact sum decides",
+    "soft-tie": "soft votes: an instance whose top exact sum is shared",
+    "near-tie": "soft votes: an instance flagged as a near tie (the library's float "
+                "arithmetic could decide otherwise) whose exact sums do not tie",
+    "negative-weight": "soft votes: a leaf weight or initial score below 0",
+    "negative-sum": "soft votes: an instance with a class whose exact sum is below 0",
+    "init": "soft votes: initial scores (boosted trees' prior)",
+    "init-decides": "soft votes: an instance whose decision the initial scores change",
+    "soft-not-hard": "soft votes: an instance whose decision is not the vote of the leaves' "
+                     "labels (for a random forest, the hard vote)",
+}
+
+
+def category_meaning(name: str) -> str:
+    """What the category ``name`` means (:data:`CATEGORIES`)."""
+    if name.startswith("classes-"):
+        return f"{name.split('-')[1]} classes"
+    return CATEGORIES[name]
+
+
+def categories(forest: Forest, instances: Sequence[Instance],
+               lines: dict[str, list[str]]) -> list[str]:
+    """The edge-case categories (:data:`CATEGORIES`) a case hits, from its forest, its
+    instances and their explanation lines."""
     numeric = sum(f.is_numeric for f in forest.features)
     hits = {f"classes-{len(forest.classes)}",
             "mixed-features" if 0 < numeric < len(forest.features) else
@@ -371,11 +475,12 @@ def categories(forest: Forest, lines: dict[str, list[str]]) -> list[str]:
             hits.add("dag")
     if len(tested) < len(forest.features):
         hits.add("unused-feature")
+    if forest.voting == "soft":
+        hits.update(_soft_categories(forest, instances))
+    elif any(tied(forest, x) for x in instances):
+        hits.add("tie")
     for text in itertools.chain.from_iterable(lines.values()):
         line = json.loads(text)
-        votes = list(line["votes"].values())
-        if votes.count(max(votes)) > 1:
-            hits.add("tie")
         if line["robustness"] is None:
             hits.add("valid-class")
         if any(ces == [] for ces in line["contrastive"].values()):
@@ -383,10 +488,34 @@ def categories(forest: Forest, lines: dict[str, list[str]]) -> list[str]:
     return sorted(hits)
 
 
+def _soft_categories(forest: Forest, instances: Sequence[Instance]) -> set[str]:
+    """The categories of :data:`CATEGORIES` only soft votes hit."""
+    hits = {"soft-votes"}
+    weights = [w for leaves in forest.int_weights for leaf in leaves if leaf for w in leaf]
+    if min(weights + list(forest.int_init)) < 0:
+        hits.add("negative-weight")
+    if forest.init is not None:
+        hits.add("init")
+    for x in instances:
+        sums = forest.votes(x)
+        if tied(forest, x):
+            hits.add("soft-tie")
+        elif forest.near_tie(x):
+            hits.add("near-tie")
+        if min(sums) < 0:
+            hits.add("negative-sum")
+        trees = [s - i for s, i in zip(sums, forest.int_init)]
+        if trees.index(max(trees)) != forest.decision(x):
+            hits.add("init-decides")
+        if hard_vote(forest, x) != forest.decision(x):
+            hits.add("soft-not-hard")
+    return hits
+
+
 def candidate_categories(spec: CaseSpec) -> list[str]:
     """Categories of a random candidate (native engine only; used to select seeds)."""
     made = make(spec)
-    return categories(made.forest, native_lines(made.forest, made.instances))
+    return categories(made.forest, made.instances, native_lines(made.forest, made.instances))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -511,13 +640,15 @@ def build_case(spec: CaseSpec) -> CaseResult:
     entry: dict[str, Any] = {"id": spec.id, "origin": spec.origin}
     if made.facts:
         entry["training"] = made.facts
-    entry["categories"] = categories(forest, lines)
+    entry["categories"] = categories(forest, instances, lines)
     entry["forest"] = {
         "features": len(forest.features),
         "numeric": sum(f.is_numeric for f in forest.features),
         "states": [f.n_states for f in forest.features],
         "classes": len(forest.classes), "trees": len(forest.trees), "nodes": forest.n_nodes,
         "worlds": forest.n_worlds()}
+    if forest.voting != "hard":  # hard forests' entries stay what they were
+        entry["forest"]["votes"] = forest.voting
     entry["instances"] = len(instances)
     entry["confirmed_by"] = confirmed
     if spec.origin["kind"] == "spec":
@@ -615,13 +746,20 @@ class BuildSummary:
 
 def build(out: str, jobs: int = 1, progress: bool = True,
           failures_dir: str = "corpus-failures", resume: bool = False,
-          dask: str | None = None) -> BuildSummary:
+          dask: str | None = None, keep: bool = False) -> BuildSummary:
     """Regenerate the corpus in ``out`` (replacing it only if every case is confirmed), its
     cases built on ``jobs`` local processes or the Dask cluster at ``dask``.
 
     Each finished case is kept in ``OUT.partial/`` as it completes; an interrupted build
     leaves that directory (and the previous corpus) in place, and ``resume`` builds only the
     cases it does not hold yet. The partial directory is removed once the corpus is written.
+
+    ``keep``: the cases of the corpus in ``out`` that the plan still has (same id and origin)
+    stay as they are, files and manifest entries byte for byte, and only the others are built
+    (:func:`kept_cases`): cases are added without rebuilding what a newer engine would write
+    otherwise (equivalent circuit files, more oracle checks). The manifest's ``versions``
+    stay those of the kept corpus, and an added case whose build ran on other versions
+    records its own.
     """
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
@@ -635,6 +773,7 @@ def build(out: str, jobs: int = 1, progress: bool = True,
     output_dir(failures_dir, create=False)  # refused now, not after the build
     partial = out + PARTIAL
     finished = _finished(partial) if resume else {}
+    kept, base = kept_cases(out) if keep else ({}, versions())
     try:
         if not resume and os.path.exists(partial):
             print(f"note: starting over; removing the partial build {partial} of an earlier "
@@ -644,7 +783,8 @@ def build(out: str, jobs: int = 1, progress: bool = True,
             write_json(os.path.join(output_dir(partial), PARTIAL_VERSIONS), versions())
         _remove_stale(out)
         with open_backend(jobs, dask) as backend:
-            return _build(out, backend, progress, failures_dir, partial, finished)
+            return _build(out, backend, progress, failures_dir, partial, {**finished, **kept},
+                          set(kept), base)
     except BaseException:
         if os.path.isdir(partial):
             kept = len([n for n in os.listdir(partial) if n != PARTIAL_VERSIONS])
@@ -654,8 +794,11 @@ def build(out: str, jobs: int = 1, progress: bool = True,
 
 
 def _build(out: str, backend: Backend, progress: bool, failures_dir: str, partial: str,
-           finished: dict[str, CaseResult]) -> BuildSummary:
-    """:func:`build` once its target, partial directory and backend are settled."""
+           finished: dict[str, CaseResult], kept: set[str],
+           base: dict[str, str]) -> BuildSummary:
+    """:func:`build` once its target, partial directory and backend are settled: ``finished``
+    cases (of ``kept``'s ids: kept from the old corpus) are not built again, and ``base`` is
+    the manifest's versions."""
     summary = BuildSummary()
     specs = plan(backend, progress)
     finished = {s.id: finished[s.id] for s in specs
@@ -669,6 +812,8 @@ def _build(out: str, backend: Backend, progress: bool, failures_dir: str, partia
             bar(len(finished), len(specs))
     results = [finished[s.id] for s in specs]
     for result in results:
+        if result.id not in kept and versions() != base:  # built beside older cases
+            result.entry["versions"] = versions()
         summary.failures.extend(result.failures)
         for ties, doc in result.repros.items():
             path = os.path.join(output_dir(failures_dir), f"{result.id}-{ties}.json")
@@ -690,7 +835,7 @@ def _build(out: str, backend: Backend, progress: bool, failures_dir: str, partia
         summary.cases = len(entries)
         summary.instances = sum(e["instances"] for e in entries)
         manifest = {"format": CORPUS_FORMAT, "built_by": "rfcircuits corpus build",
-                    "versions": versions(), "summary": {
+                    "versions": base, "summary": {
                         "cases": summary.cases, "instances": summary.instances,
                         "categories": dict(sorted(summary.categories.items()))},
                     "cases": entries}
@@ -717,6 +862,29 @@ def _remove_stale(out: str) -> None:
 
 #: The file of a partial build that says which versions built its cases.
 PARTIAL_VERSIONS = "VERSIONS.json"
+
+
+def kept_cases(root: str) -> tuple[dict[str, CaseResult], dict[str, str]]:
+    """The cases of the corpus in ``root`` as finished results (each file's text as it is,
+    each manifest entry as it is) and the manifest's versions; none and this run's versions
+    where ``root`` holds no corpus yet."""
+    if not os.path.exists(os.path.join(root, MANIFEST)):
+        return {}, versions()
+    manifest = load_manifest(root)
+    out = {}
+    for entry in manifest["cases"]:
+        case_dir = os.path.join(root, CASES, entry["id"])
+        if not os.path.isdir(case_dir):
+            raise InputError(f"{case_dir}: no such case directory (listed in "
+                             f"{os.path.join(root, MANIFEST)}), so it cannot be kept")
+        files = {}
+        for directory, _, names in os.walk(case_dir):
+            for name in names:
+                path = os.path.join(directory, name)
+                with open(path, encoding="utf-8", newline="") as handle:
+                    files[os.path.relpath(path, case_dir).replace(os.sep, "/")] = handle.read()
+        out[entry["id"]] = CaseResult(entry["id"], files, entry)
+    return out, manifest["versions"]
 
 
 def _finished(partial: str) -> dict[str, CaseResult]:
@@ -801,7 +969,8 @@ def _exchange(a: str, b: str) -> bool:
 
 def readme(manifest: dict[str, Any]) -> str:
     """``fixtures/README.md``: the layout, the case mix, how to use and regenerate the corpus."""
-    cats = "\n".join(f"| {k} | {v} |" for k, v in manifest["summary"]["categories"].items())
+    cats = "\n".join(f"| {k} | {v} | {category_meaning(k)} |"
+                     for k, v in manifest["summary"]["categories"].items())
     kinds: dict[str, int] = {}
     for entry in manifest["cases"]:
         kinds[entry["origin"]["kind"]] = kinds.get(entry["origin"]["kind"], 0) + 1
@@ -810,6 +979,8 @@ def readme(manifest: dict[str, Any]) -> str:
 
 Generated by `rfcircuits corpus build`; do not edit by hand. Re-verify with
 `rfcircuits corpus check` (add `--oracles` to have the oracles re-confirm every answer).
+`rfcircuits corpus build --keep` adds new cases and leaves the others byte for byte (a case
+built on other versions than the manifest's records its own).
 
 {manifest['summary']['cases']} cases ({mix}), {manifest['summary']['instances']} instances.
 Every expected answer was computed by the native engine and confirmed by every oracle that
@@ -836,14 +1007,25 @@ which also records each case's origin and the package versions).
   world as an instance.
 - `random-<stream>-<k>`: tiny random forests (`rfcircuits.crosscheck.fuzz.make_case(seed, k, limits)`),
   the first of each stream's seeds that hit the stream's edge case; instances are
-  `make_case`'s plus a tied world and a world decided for each class.
+  `make_case`'s plus a tied world (soft votes: and a near tie) and a world decided for each
+  class.
 - `trained-*`: scikit-learn forests on bundled datasets (subsets of features and classes),
   instances are test rows.
+- Soft votes (`"votes": "soft"` in `forest.json`: each leaf adds float64 weights, the largest
+  exact sum decides, [docs/formats.md](../docs/formats.md#forest-files)): the
+  `random-soft-*` streams (`make_case` with `"votes": "soft"` in their limits: weights such
+  as 1/3, 0.1, -0.25 whose sums tie exactly or only in floating point), `trained-*-soft`
+  (random forests imported with the decision `predict` makes; where no test row tells it
+  from the hard vote, a world that does is added) and `trained-*-gb`
+  (`GradientBoostingClassifier`, binary and multi-class: initial scores and negative leaf
+  values). XGBoost and LightGBM models are not in the corpus: it must build without those
+  optional libraries, and neither promises the same trees bit for bit across platforms and
+  thread counts; their import is tested in `tests/test_boosted_import.py`.
 
 Edge-case categories (number of cases hitting each; a case may hit several):
 
-| category | cases |
-|---|---|
+| category | cases | meaning |
+|---|---|---|
 {cats}
 """
 

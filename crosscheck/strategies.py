@@ -121,10 +121,16 @@ SOFT_WEIGHTS = (0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, -0.25, 0.7)
 
 def soften(forest: Forest, rng: random.Random) -> Forest:
     """``forest``'s trees with soft votes: random per-class weights (:data:`SOFT_WEIGHTS`) on
-    every leaf, and half the time an ``init``."""
+    every leaf, labelled with its first class of largest weight as a forest file reads it,
+    and half the time an ``init``."""
     k = len(forest.classes)
-    trees = [Tree(tuple(Leaf(n.label, tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k)))
-                        if type(n) is Leaf else n for n in t.nodes)) for t in forest.trees]
+
+    def leaf() -> Leaf:
+        weights = tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k))
+        return Leaf(weights.index(max(weights)), weights)
+
+    trees = [Tree(tuple(leaf() if type(n) is Leaf else n for n in t.nodes))
+             for t in forest.trees]
     init = tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k)) if rng.random() < 0.5 else None
     return replace(forest, trees=tuple(trees), voting="soft", init=init)
 
@@ -165,12 +171,16 @@ def pick_by_margin(forest: Forest, instances: Sequence[Instance], k: int) -> lis
 def with_edge_worlds(forest: Forest, instances: Sequence[Instance], rng: random.Random,
                      worlds: Sequence[Instance] | None = None) -> list[Instance]:
     """``instances`` (duplicates dropped) plus, when none of them is one, a world with tied
-    votes and a world decided for each class (first in a shuffled order of ``worlds``, by
-    default all worlds: a caller whose forest has too many passes a sample)."""
+    votes, for soft votes a near tie whose exact sums do not tie
+    (:meth:`~rfcircuits.forest.Forest.near_tie`), and a world decided for each class (first
+    in a shuffled order of ``worlds``, by default all worlds: a caller whose forest has too
+    many passes a sample)."""
     worlds = list(worlds) if worlds is not None else all_worlds(forest)
     rng.shuffle(worlds)
     chosen = list(dict.fromkeys(instances))
     wanted: list[Callable[[Instance], bool]] = [lambda w: tied(forest, w)]
+    if forest.voting == "soft":
+        wanted.append(lambda w: forest.near_tie(w) and not tied(forest, w))
     wanted += [lambda w, c=c: forest.decision(w) == c for c in range(len(forest.classes))]
     for want in wanted:
         if not any(want(x) for x in chosen):

@@ -6,8 +6,9 @@ tie policies, so that each committed answer is confirmed by an oracle on every r
 compared with the engine's own earlier output (docs/decisions.md, "Corpus and mutation
 campaign"); every committed circuit file must still be equivalent to the BDD oracle's class
 formula; ``corpus check`` must catch a corrupted answer (exit 1) and a malformed file (exit
-2); ``corpus build`` must be deterministic and refuse to write a case an oracle disagrees
-with.
+2); ``corpus build`` must be deterministic, refuse to write a case an oracle disagrees with,
+and with ``--keep`` leave the cases it keeps byte for byte. The soft-vote cases must hit the
+edge cases of exact weighted sums, and the edge-case categories must mean what they say.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rfcircuits.explain import Explainer
+from rfcircuits.forest import forest_from_json
 from rfcircuits.crosscheck import corpus
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.strategies import Limits
@@ -49,14 +51,70 @@ def test_manifest_covers_every_kind_of_case():
         assert hit.get(category, 0) >= 10, category
     kinds = {e["origin"]["kind"] for e in CASES}
     assert kinds == {"spec", "random", "trained"}
-    datasets = {e["origin"]["dataset"] for e in CASES if e["origin"]["kind"] == "trained"}
+    trained = [e["origin"] for e in CASES if e["origin"]["kind"] == "trained"]
+    datasets = {o["dataset"] for o in trained}
     assert datasets == {"iris", "wine", "breast_cancer", "digits"}
-    trees = [e["origin"]["n_estimators"] for e in CASES if e["origin"]["kind"] == "trained"]
+    trees = [o["n_estimators"] for o in trained if "votes" not in o]
     assert min(trees) == 5 and max(trees) == 50
+    for category in ("soft-tie", "near-tie", "negative-sum", "init-decides", "soft-not-hard"):
+        assert hit.get(category, 0) >= 5, category
+    assert sum(o.get("votes") == "soft" and "model" not in o for o in trained) >= 3
+    boosted = [e for e in CASES if e["origin"].get("model") == "gb"]
+    assert {e["forest"]["classes"] for e in boosted} >= {2, 3}
     for e in CASES:
         assert e["confirmed_by"], e["id"]
         assert set(e["oracles"]) == {"first", "all"}
     assert sum(bool(e["circuits"].get("files")) for e in CASES) >= 250
+
+
+def test_the_plan_keeps_the_ids_and_origins_of_the_committed_cases():
+    # Cases are added with --keep: a changed id or origin would rebuild a committed case.
+    by_id = {e["id"]: e["origin"] for e in CASES}
+    specs = [corpus.trained_case(t) for t in corpus.TRAINED]
+    streams = {s.name: s for s in corpus.STREAMS}
+    specs += [corpus.random_case(streams[o["stream"]], o["case"])
+              for o in by_id.values() if o["kind"] == "random"]
+    assert {s.id for s in specs} | {i for i in by_id if i.startswith("spec-")} == set(by_id)
+    assert all(s.origin == by_id[s.id] for s in specs)
+
+
+def test_a_random_forest_of_soft_votes_decides_otherwise_than_its_hard_vote_somewhere():
+    for entry in CASES:
+        if entry["origin"].get("votes") == "soft" and "model" not in entry["origin"]:
+            forest, instances = corpus.load_case(str(FIXTURES), entry["id"])
+            assert forest.voting == "soft", entry["id"]
+            assert any(corpus.hard_vote(forest, x) != forest.decision(x) for x in instances), \
+                entry["id"]
+
+
+def soft_forest(leaves: list[list[float]], init: list[float] | None = None):
+    """One tree per leaf list, each a single leaf (every world reaches them all), over a
+    feature ``x`` of two states and the classes a, b, c (as many as a leaf has weights)."""
+    doc = {"format": "rfcircuits.forest/1", "votes": "soft",
+           "classes": ["a", "b", "c"][:len(leaves[0])],
+           "features": [{"name": "x", "thresholds": [0.5]}],
+           "trees": [{"nodes": [{"weights": w}]} for w in leaves]}
+    if init is not None:
+        doc["init"] = init
+    return forest_from_json(doc)
+
+
+@pytest.mark.parametrize("leaves, init, hits, misses", [
+    # 0.5 + 0.5 = 1.0 exactly: a tie, decided by the policy
+    ([[0.5, 0.0], [0.5, 1.0]], None, {"soft-tie", "soft-votes"},
+     {"near-tie", "tie", "negative-weight", "init"}),
+    # fl(1/3) + fl(2/3) = 1 - 2**-54 exactly, 1.0 in float64: not tied, but a near tie
+    ([[1 / 3, 1.0], [2 / 3, 0.0]], None, {"near-tie", "soft-not-hard"}, {"soft-tie"}),
+    # the tree's weights choose b; the initial scores choose a, as the trees' labels do not
+    ([[0.0, 0.5]], [1.0, 0.0], {"init", "init-decides", "soft-not-hard"}, {"negative-sum"}),
+    ([[-0.25, 0.1]], None, {"negative-weight", "negative-sum"}, {"init", "soft-not-hard"}),
+    ([[0.5, 0.7]], [-0.25, 0.0], {"negative-weight", "init"}, {"negative-sum", "init-decides"}),
+])
+def test_soft_categories_mean_what_they_say(leaves, init, hits, misses):
+    forest = soft_forest(leaves, init)
+    found = set(corpus.categories(forest, [(0,), (1,)], {"first": [], "all": []}))
+    assert hits <= found and not misses & found, found
+    assert all(corpus.category_meaning(c) for c in found)
 
 
 def small_corpus(tmp_path: Path, ids: list[str]) -> Path:
@@ -193,6 +251,39 @@ def test_build_writes_nothing_when_an_oracle_disagrees(mini, monkeypatch, tmp_pa
     assert not out.exists()
     assert sorted(p.name for p in (tmp_path / "failures").iterdir())
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_keep_adds_cases_and_leaves_the_kept_ones_byte_for_byte(mini, monkeypatch, tmp_path,
+                                                               capsys):
+    out = tmp_path / "corpus"
+    assert main(["corpus", "build", "--out", str(out), "--no-progress"]) == 0
+    before = tree_bytes(out / corpus.CASES)
+    old = json.loads((out / corpus.MANIFEST).read_text("utf-8"))
+    # Rebuilding a kept case now would write other files: --keep must not rebuild it.
+    built = []
+    original = corpus.build_case
+
+    def changed(spec):
+        built.append(spec.id)
+        result = original(spec)
+        result.files[corpus.FOREST_FILE] = " " + result.files[corpus.FOREST_FILE]
+        return result
+
+    monkeypatch.setattr(corpus, "build_case", changed)
+    monkeypatch.setattr(corpus, "versions", lambda: {**old["versions"], "rfcircuits": "9.9"})
+    monkeypatch.setattr(corpus, "STREAMS", corpus.STREAMS + (
+        corpus.Stream("valid", "valid-class", 1, Limits(3, 3, 3, 2, 2), 602),))
+    assert main(["corpus", "build", "--out", str(out), "--no-progress", "--keep"]) == 0
+    after = tree_bytes(out / corpus.CASES)
+    assert {k: v for k, v in after.items() if k in before} == before
+    new = json.loads((out / corpus.MANIFEST).read_text("utf-8"))
+    assert new["versions"] == old["versions"] and new["cases"][:-1] == old["cases"]
+    assert built == [new["cases"][-1]["id"]] and built[0].startswith("random-valid-")
+    assert new["cases"][-1]["versions"]["rfcircuits"] == "9.9"
+    assert "| valid-class | 3 |" in (out / corpus.README).read_text("utf-8")
+    shutil.rmtree(out / corpus.CASES / built[0])
+    assert main(["corpus", "build", "--out", str(out), "--no-progress", "--keep"]) == 2
+    assert f"{built[0]}: no such case directory" in capsys.readouterr().err
 
 
 def test_build_refuses_to_replace_a_directory_that_is_not_a_corpus(tmp_path, capsys):

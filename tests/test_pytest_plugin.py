@@ -258,6 +258,16 @@ def test_a_slow_adapter_times_out_per_case(pytester):
         assert "the peer failed on the case (timeout): timed out after 0.2 s" in text
 
 
+def test_a_case_of_soft_votes_is_skipped_for_a_peer_of_hard_votes(pytester):
+    soft = next(e["id"] for e in corpus.load_manifest(corpus.installed_root())["cases"]
+                if e["forest"].get("votes") == "soft")
+    project(pytester, "Crashing", [soft, "random-mixed-0001"])  # a hard-vote peer
+    result = run(pytester, "-rs")
+    result.assert_outcomes(skipped=2, failed=2)
+    assert "a forest of soft votes; the adapter explains hard votes" in result.stdout.str()
+    assert {name.split("::")[1] for name in failures(result)} == {"random-mixed-0001"}
+
+
 def test_without_configuration_the_plugin_adds_nothing(pytester):
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     result = run(pytester, "-W", "error", "-q")

@@ -259,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_backend(q)
     q.add_argument("--failures", default="corpus-failures",
                    help="where repro files go when an oracle disagrees")
+    q.add_argument("--keep", action="store_true",
+                   help="keep the cases the corpus in --out already has (same id and origin) "
+                        "byte for byte, and build only the new ones")
     add_no_progress(q)
     q = corpus.add_parser("check", help="re-verify a corpus with the native engine (and oracles)")
     q.add_argument("--dir", default="fixtures", help="corpus directory")
@@ -513,7 +516,8 @@ def cmd_corpus(args: argparse.Namespace) -> int:
 
     if args.corpus_command == "build":
         summary = build(args.out, args.jobs, progress=not args.no_progress,
-                        failures_dir=args.failures, resume=args.resume, dask=backend(args))
+                        failures_dir=args.failures, resume=args.resume, dask=backend(args),
+                        keep=args.keep)
     else:
         oracles = _oracles(args.oracles) if args.oracles is not None else ()
         summary = check(args.dir, args.jobs, oracles, progress=not args.no_progress,
