@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfcircuits.classformula import Ops, compile_nnf
+from rfcircuits.classformula import Ops, compile_nnf, soft_comparison
 from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.strategies import random_forest, random_instance
 from rfcircuits.dgcompile import compile_dg
@@ -42,7 +42,7 @@ def soft_forest(seed: int) -> Forest:
 
 # -- the diagram alone, on sets of choices --------------------------------------------------
 
-@pytest.mark.parametrize("compare", [at_least, at_least_binary])
+@pytest.mark.parametrize("compare", [at_least, at_least_binary, soft_comparison])
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
                          max_size=4, unique=True), min_size=0, max_size=5),
