@@ -38,6 +38,14 @@ T = TypeVar("T")
 Rail = tuple[T, T]
 
 
+def width(values: Sequence[Sequence[int]]) -> int:
+    """The bits of the widest tree value after the shift and the common divisor: the size
+    of the sum is about ``len(values) · (width + log2 len(values))`` full adders."""
+    shifted = [x - v[0] for v in values for x in v]
+    divisor = math.gcd(*shifted) or 1
+    return max((x // divisor for x in shifted), default=0).bit_length()
+
+
 def at_least_binary(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
                     needs: Sequence[int], ops: Ops[T], true: T) -> list[T]:
     """Per ``K`` of ``needs``: ``[Σ_t d_t >= K]`` as a circuit of ``ops`` (module docstring),

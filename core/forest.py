@@ -407,14 +407,6 @@ class Forest:
         return doc
 
 
-def require_hard_votes(forest: Forest, who: str) -> None:
-    """Refuse a forest of soft votes where only hard votes are compiled so far: its class
-    formulas would silently be the hard vote's."""
-    if forest.voting != "hard":
-        raise InputError(f"{who} supports only forests of hard votes so far; this forest has "
-                         f"{forest.voting} votes (the brute-force oracle takes both)")
-
-
 def classes_from_votes(counts: Sequence[int], ties: str) -> list[int]:
     """Classes an instance with these vote counts belongs to (docs/semantics.md §3)."""
     best = max(counts)

@@ -68,8 +68,13 @@ def difference_trees(forest: Forest, i: int, j: int) -> tuple[list[list[int]], l
     return [g[0] for g in groups], [g[1] for g in groups], constant
 
 
+class DiagramTooLarge(Exception):
+    """:func:`at_least` would keep more intervals than its ``max_spans``."""
+
+
 def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
-             needs: Sequence[int], ops: Ops[T], true: T) -> list[T]:
+             needs: Sequence[int], ops: Ops[T], true: T,
+             max_spans: int | None = None) -> list[T]:
     """Per ``K`` of ``needs``: ``[Σ_t d_t >= K]``, where tree ``t``'s ``d_t`` is
     ``values[t][k]`` exactly when ``atoms[t][k]`` holds (a tree's atoms exclusive and
     exhaustive; ``values[t]`` ascending). The diagrams of the ``needs`` share their nodes.
@@ -77,7 +82,8 @@ def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
     Each level ``t`` keeps disjoint intervals of ``K``, sorted, each with its node; a node's
     interval is the intersection of its children's intervals shifted by the values (clipped
     to the gap it fills, which keeps the level's intervals disjoint). O(Σ_t intervals_t ·
-    m_t · log intervals_t) steps, plus the operations."""
+    m_t · log intervals_t) steps, plus the operations. Past ``max_spans`` intervals in all,
+    raises :class:`DiagramTooLarge` (the caller then compares otherwise)."""
     n = len(values)
     low = [0] * (n + 1)  # low[t], high[t]: least and largest Σ_{u>=t} d_u
     high = [0] * (n + 1)
@@ -98,6 +104,7 @@ def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
         return None
 
     out = []
+    spans_made = 0
     for target in needs:
         stack = [(0, target)]
         while stack:
@@ -121,6 +128,9 @@ def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
             starts[t].insert(k, lo)
             spans[t].insert(k, (lo, hi, node))
             stack.pop()
+            spans_made += 1
+            if max_spans is not None and spans_made > max_spans:
+                raise DiagramTooLarge
         found = lookup(0, target)
         assert found is not None
         out.append(found[2])

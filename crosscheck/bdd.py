@@ -24,6 +24,20 @@ much smaller) is updated tree by tree, then ``[v_i >= v_j]`` is the disjunction 
 ∧_{j>i}[v_i >= v_j]``; ``all``: ``R^i = ∧_{j≠i}[v_i >= v_j]``; a one-class forest has
 ``R^0 = true``.
 
+Soft votes (``forest.voting == "soft"``): the same formulas with ``v_i`` the exact sums
+``S_i`` (docs/semantics.md §3), in the integers of ``Forest.int_init`` and
+``Forest.int_weights`` (the float64 weights times one power of two), so that nothing is
+rounded and a sum that float64 would tie is decided by its last bits. The same bottom-up pass
+groups each tree's leaves by their weight vector. Per pair ``(i, j)``, tree ``t`` adds
+``d_t = w_i − w_j`` of the leaf it reaches: its groups are joined by value into a partition
+of D, a tree with a single value adds a constant (into the threshold), and ``[S_i >= S_j] =
+[Σ_t d_t >= init_j − init_i]``, ``[S_i > S_j]`` the same with the threshold plus one, are
+built by a pseudo-Boolean recursion over the trees on the remaining threshold,
+``F(t, θ) = ∨_v [d_t = v] ∧ F(t+1, θ − v)``, pruned by the least and greatest sums of the
+remaining trees and memoised by intervals of thresholds on which ``F(t, ·)`` is one BDD
+(:class:`_AtLeast`; trees by decreasing spread of values, :func:`_pair_levels`). The reverse
+comparisons are their complements on D. No code of the engine's compilers is used.
+
 Reasons. CR and GR by the per-feature quantifier form applied to every feature,
 ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` and ``∀^G_X Δ = Δ|s ∧ ∧_{t≠s}([X≠t] ∨ Δ|t)``;
 the latter's conjunction is built in its equivalent form ``Δ ∨ [X=s]`` (equal on D).
@@ -57,22 +71,30 @@ oracle therefore accepts at most :data:`MAX_FEATURES` features, :data:`MAX_VARIA
 variables, :data:`MAX_TREES` trees, and ``trees × state variables × class pairs`` up to
 :data:`MAX_WORK` (one vote DP per pair of classes). The bounds are conservative; the
 property-test forests (≤ 6 features, ≤ 5 states, ≤ 10 trees, ≤ 3 classes, work ≤ 900) take
-well under a second.
+well under a second. Soft votes must also keep state variables × the threshold nodes the
+recursion should build (:func:`_weighted_nodes`, which grows with the number of distinct
+sums of the trees' weight differences) up to :data:`MAX_SOFT_WORK`. On scikit-learn forests
+that admits random forests built in up to 5 s (one, of ten depth-4 trees on 98 state
+variables, in 20 s) and turns away those taking 28 s or more; it is conservative on boosted
+forests, whose trees split alike (their sums take far fewer values on the worlds than the
+estimate counts: some turned away build in 1–2 s).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT, Explanation
 from rfcircuits.forest import (TIES, Branching, Forest, Instance, JsonReader, Leaf, Tree,
-                               check_ties, load_json_file, parse_states, require_hard_votes)
+                               check_ties, load_json_file, parse_states)
 from rfcircuits.terms import Clause, Term
 
 NNF_FORMAT = "rfcircuits.nnf/1"
@@ -84,9 +106,15 @@ MAX_FEATURES = 8
 MAX_VARIABLES = 100
 MAX_TREES = 16
 MAX_WORK = 2000
+#: Soft votes: the limit on :func:`_weighted_nodes` × state variables.
+MAX_SOFT_WORK = 2 * 10 ** 7
+#: Soft votes: :func:`_distinct_sums` counts sums exactly up to this many per level.
+SUMS_COUNTED = 10 ** 5
 
 #: A BDD node handle of the chosen backend (``dd.cudd.Function`` or ``dd.autoref.Function``).
 Bdd = Any
+#: The values of one tree's weight differences (as a set, or as the keys of a map to BDDs).
+_Values = TypeVar("_Values", bound=Collection[int])
 
 
 #: dd.cudd managers of finalised oracles, kept until no ``Function`` refers to them.
@@ -164,7 +192,6 @@ class BddOracle:
     """Class formulas of a forest as BDDs, and every explanation field computed from them."""
 
     def __init__(self, forest: Forest, ties: str = "first", backend: str = "auto") -> None:
-        require_hard_votes(forest, "the BDD oracle")
         self.forest = forest
         self.ties = check_ties(ties)
         self.backend, self.bdd = _manager(backend)
@@ -180,8 +207,11 @@ class BddOracle:
         for f in range(len(features)):
             self.domain &= self._exactly_one(f)
         self._literals: dict[tuple[int, int], Bdd] = {}
-        self._ge, self._gt = self._comparisons(
-            [self._tree_formulas(tree) for tree in forest.trees])
+        if forest.voting == "hard":
+            self._ge, self._gt = self._comparisons(
+                [self._tree_formulas(tree) for tree in forest.trees])
+        else:
+            self._ge, self._gt = self._weighted_comparisons()
         self._classes: dict[str, list[Bdd]] = {}
 
     def __del__(self, _retired: list[Any] = _RETIRED) -> None:
@@ -212,6 +242,11 @@ class BddOracle:
         for failed, reason in checks:
             if failed:
                 return reason
+        if forest.voting == "soft":  # estimated last: within the bounds above it is quick
+            nodes = _weighted_nodes(forest)
+            if nodes * n_vars > MAX_SOFT_WORK:
+                return (f"soft votes: about {nodes} threshold nodes × {n_vars} state variables "
+                        f"= {nodes * n_vars} exceed the BDD oracle's limit of {MAX_SOFT_WORK}")
         return None
 
     def _exactly_one(self, f: int) -> Bdd:
@@ -261,8 +296,18 @@ class BddOracle:
 
     def _tree_formulas(self, tree: Tree) -> list[Bdd]:
         """``C^c`` of one tree for every class ``c``, from its root-to-leaf paths."""
-        n_classes = len(self.forest.classes)
-        done: dict[int, list[Bdd]] = {}
+        groups = self._leaf_groups(tree, lambda k, leaf: leaf.label)
+        return [groups.get(c, self.bdd.false) for c in range(len(self.forest.classes))]
+
+    def _leaf_groups(self, tree: Tree, key: Callable[[int, Leaf], Hashable]
+                     ) -> dict[Hashable, Bdd]:
+        """For every value of ``key(node index, leaf)``: the worlds whose path through the
+        tree ends in a leaf with that value, built from the root-to-leaf paths.
+
+        One iterative bottom-up pass; a node's map is built once (trees are DAGs). Cost:
+        per edge, one conjunction and disjunction per key value below the child.
+        """
+        done: dict[int, dict[Hashable, Bdd]] = {}
         stack = [0]
         while stack:  # iterative post-order: a node is built once all its children are
             k = stack[-1]
@@ -271,8 +316,7 @@ class BddOracle:
                 stack.pop()
                 continue
             if type(node) is Leaf:
-                done[k] = [self.bdd.true if c == node.label else self.bdd.false
-                           for c in range(n_classes)]
+                done[k] = {key(k, node): self.bdd.true}
                 stack.pop()
                 continue
             assert type(node) is Branching
@@ -280,10 +324,11 @@ class BddOracle:
             if todo:
                 stack.extend(todo)
                 continue
-            out = [self.bdd.false] * n_classes
+            out: dict[Hashable, Bdd] = {}
             for mask, child in node.branches:
                 lit = self.literal(node.feature, mask)
-                out = [u | (lit & w) for u, w in zip(out, done[child])]
+                for value, w in done[child].items():
+                    out[value] = out.get(value, self.bdd.false) | (lit & w)
             done[k] = out
             stack.pop()
         return done[0]
@@ -318,6 +363,36 @@ class BddOracle:
             if keep(d):
                 out |= u
         return out
+
+    def _weighted_comparisons(self) -> tuple[dict[tuple[int, int], Bdd],
+                                             dict[tuple[int, int], Bdd]]:
+        """Soft votes: ``[S_i >= S_j]`` and ``[S_i > S_j]`` for all ordered pairs, exactly.
+
+        In integers (``Forest.int_weights``, ``Forest.int_init``), ``S_i − S_j = c + Σ_t d_t``
+        with ``c = init_i − init_j`` and ``d_t = w_i − w_j`` of the leaf tree ``t`` reaches.
+        So ``[S_i >= S_j] = [Σ_t d_t >= −c]`` and ``[S_i > S_j] = [Σ_t d_t >= 1 − c]``, both by
+        :class:`_AtLeast` (sharing its memo), and ``[S_j >= S_i]``, ``[S_j > S_i]`` are the
+        complements of the latter and the former on D.
+        """
+        forest = self.forest
+        # One pass per tree for all pairs: leaves with equal weights share a group.
+        trees = [self._leaf_groups(tree, lambda k, leaf, ws=ws: ws[k])
+                 for tree, ws in zip(forest.trees, forest.int_weights)]
+        ge: dict[tuple[int, int], Bdd] = {}
+        gt: dict[tuple[int, int], Bdd] = {}
+        for i, j in itertools.combinations(range(len(forest.classes)), 2):
+            by_values = []
+            for groups in trees:
+                by_value: dict[int, Bdd] = {}
+                for w, u in groups.items():
+                    d = w[i] - w[j]
+                    by_value[d] = by_value.get(d, self.bdd.false) | u
+                by_values.append({d: u & self.domain for d, u in by_value.items()})
+            c, levels = _pair_levels(forest.int_init[i] - forest.int_init[j], by_values)
+            sums = _AtLeast(levels, self.domain, self.bdd.false)
+            ge[i, j], gt[i, j] = sums.at_least(-c), sums.at_least(1 - c)
+            ge[j, i], gt[j, i] = self.domain & ~gt[i, j], self.domain & ~ge[i, j]
+        return ge, gt
 
     def class_formulas(self, ties: str | None = None) -> list[Bdd]:
         """``R^c`` for every class under a tie policy (default: the oracle's)."""
@@ -584,6 +659,100 @@ class BddOracle:
         return self.check_circuit(load_json_file(path), source=os.fspath(path))
 
 
+class _AtLeast:
+    """``F(t, θ) = [Σ_{s>=t} d_s >= θ]``, the sum of one class pair's weight differences over
+    the trees ``t, t+1, …`` against a threshold, as BDDs within D.
+
+    ``levels[t]`` maps each value ``v`` of ``d_t`` to the worlds of D whose path through tree
+    ``t`` ends in a leaf with that value (they partition D). The pseudo-Boolean recursion is
+    ``F(t, θ) = ∨_v [d_t = v] ∧ F(t+1, θ − v)``, ending at ``F(n, θ) = D`` for ``θ <= 0`` and
+    false above.
+
+    Memo by intervals (after Abío, Nieuwenhuis, Oliveras and Rodríguez-Carbonell, "A new
+    look at BDDs for pseudo-Boolean constraints", JAIR 2012): ``F(t, ·)`` is antitone in θ, so
+    each BDD it takes, it takes on an interval of thresholds. Each level keeps disjoint
+    intervals with their BDD; a threshold inside one is a lookup. A node computed for a new
+    θ holds on the intersection of its children's intervals shifted by their v, and is joined
+    with a neighbouring interval of the same BDD (by antitonicity it holds in between too).
+    Every level starts with D up to ``low[t]``, the least the trees from ``t`` on can add, and
+    false above ``high[t]``, the most: the pruning by the remaining trees' bounds, which the
+    joins then widen to what the worlds really reach (trees share features, so their least
+    values seldom meet in one world).
+
+    Cost: a node per threshold met that no interval holds yet (at most the distinct sums of
+    the trees before ``t`` per starting threshold; on scikit-learn forests about the distinct
+    sums of the trees from ``t`` on), each one conjunction and disjunction per value of
+    ``d_t``. Iterative: forests can have hundreds of trees.
+    """
+
+    def __init__(self, levels: list[dict[int, Bdd]], true: Bdd, false: Bdd) -> None:
+        self.levels, self.false = levels, false
+        low = high = 0
+        # Per level t <= n: the intervals' first thresholds, sorted, and per interval (its
+        # last threshold, the BDD on it).
+        self.starts: list[list[float]] = [[-math.inf, 1]]
+        self.found: list[list[tuple[float, Bdd]]] = [[(0, true), (math.inf, false)]]
+        for values in reversed(levels):
+            low, high = low + min(values), high + max(values)
+            self.starts.append([-math.inf, high + 1])
+            self.found.append([(low, true), (math.inf, false)])
+        self.starts.reverse()
+        self.found.reverse()
+
+    def at_least(self, theta: int) -> Bdd:
+        """``[Σ_t d_t >= θ]`` over all trees (within D)."""
+        stack = [(0, theta)]
+        while stack:  # post-order: a node is built once its children are all known
+            t, th = stack[-1]
+            if self._lookup(t, th) is not None:
+                stack.pop()
+                continue
+            todo = [(t + 1, th - v) for v in self.levels[t]
+                    if self._lookup(t + 1, th - v) is None]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            first, last, out = -math.inf, math.inf, self.false
+            for v, u in self.levels[t].items():
+                known = self._lookup(t + 1, th - v)
+                assert known is not None
+                lo, hi, child = known
+                first, last = max(first, lo + v), min(last, hi + v)
+                out |= u & child
+            self._store(t, th, first, last, out)
+        known = self._lookup(0, theta)
+        assert known is not None
+        return known[2]
+
+    def _lookup(self, t: int, theta: int) -> tuple[float, float, Bdd] | None:
+        """``(first, last, F(t, θ))`` with ``F(t, ·)`` equal on ``[first, last] ∋ θ``, or None
+        when no interval known yet holds θ."""
+        k = bisect.bisect_right(self.starts[t], theta) - 1
+        last, u = self.found[t][k]  # k >= 0: the first interval starts at -inf
+        return (self.starts[t][k], last, u) if theta <= last else None
+
+    def _store(self, t: int, theta: int, first: float, last: float, u: Bdd) -> None:
+        """Record ``F(t, ·) = u`` on ``[first, last] ∋ θ``, clipped to the gap around θ
+        between the known intervals, and joined with a neighbour of the same BDD."""
+        starts, found = self.starts[t], self.found[t]
+        k = bisect.bisect_right(starts, theta)  # θ lies between intervals k - 1 and k
+        # Clipped: the children's intersection may reach into a known interval (of the
+        # same BDD); the intervals must stay disjoint for the bisection.
+        first, last = max(first, found[k - 1][0] + 1), min(last, starts[k] - 1)
+        # Joined: F(t, ·) is antitone, so u holds between u's intervals too (2.5-13x fewer
+        # nodes on scikit-learn forests, docs/decisions.md).
+        if found[k - 1][1] == u:
+            k -= 1
+            first = starts.pop(k)
+            found.pop(k)
+        if found[k][1] == u:
+            last = found.pop(k)[0]
+            starts.pop(k)
+        starts.insert(k, first)
+        found.insert(k, (last, u))
+
+
 @dataclass
 class _Memo:
     """Caches of one prime computation: primes per ``(position, φ)``, and term BDDs."""
@@ -599,6 +768,88 @@ class _Memo:
                 out &= oracle.literal(f, mask)
             self.terms[term] = out
         return self.terms[term]
+
+
+def _pair_levels(c: int, by_values: list[_Values]) -> tuple[int, list[_Values]]:
+    """The constant ``c`` and the trees of one class pair as :class:`_AtLeast` takes them,
+    from each tree's values of ``d_t`` (a set, or a map from value to BDD): a tree of one
+    value (in a boosted forest, a tree of a third class) adds it to the constant; the others
+    come largest spread ``max d_t − min d_t`` first (stable), the order of decreasing
+    coefficients usual for pseudo-Boolean BDDs. On scikit-learn forests that order built
+    multi-class boosted forests 2–12× faster than the forest's, random forests from 30%
+    faster to 20% slower (docs/decisions.md)."""
+    levels = []
+    for values in by_values:
+        if len(values) == 1:
+            c += next(iter(values))
+        else:
+            levels.append(values)
+    return c, sorted(levels, key=lambda values: min(values) - max(values))
+
+
+def _weighted_nodes(forest: Forest) -> int:
+    """Soft votes: an estimate of the nodes :class:`_AtLeast` builds, over all class pairs.
+
+    Per pair, the trees as :meth:`BddOracle._weighted_comparisons` takes them
+    (:func:`_pair_levels`). The nodes of
+    level ``t`` are at most its *live* thresholds, those reached from the two starting ones
+    (``[S_i >= S_j]``, ``[S_i > S_j]``) that the pruning bounds leave undecided
+    (:func:`_live_thresholds`), and in practice about as many as the trees from ``t`` on
+    have distinct sums, plus one (:func:`_distinct_sums`), whichever is less; each costs a
+    conjunction and a disjunction per value of ``d_t``. Cost: per pair and tree, at most
+    :data:`SUMS_COUNTED` additions for each count.
+    """
+    leaves = [{w for w in weights if w is not None} for weights in forest.int_weights]
+    total = 0
+    for i, j in itertools.combinations(range(len(forest.classes)), 2):
+        c, values = _pair_levels(forest.int_init[i] - forest.int_init[j],
+                                 [{w[i] - w[j] for w in tree} for tree in leaves])
+        live = _live_thresholds(values, {-c, 1 - c})
+        after = _distinct_sums(values[::-1])[::-1]
+        total += sum(len(v) * min(live[t], after[t] + 1) for t, v in enumerate(values))
+    return total
+
+
+def _live_thresholds(values: list[set[int]], start: set[int]) -> list[int]:
+    """``out[t]``: how many thresholds ``θ − Σ_{s<t} d_s`` (θ in ``start``) lie strictly
+    above the least and at most the greatest sum of ``values[t:]``, followed while that
+    takes at most :data:`SUMS_COUNTED` subtractions per level, then bounded by the product
+    of the counts of values."""
+    low, high = [0], [0]
+    for v in reversed(values):
+        low.append(low[-1] + min(v))
+        high.append(high[-1] + max(v))
+    low.reverse()
+    high.reverse()
+    live: set[int] | None = start
+    out, count = [], len(start)
+    for t, v in enumerate(values):
+        if live is not None:
+            live = {th for th in live if low[t] < th <= high[t]}
+            count = len(live)
+        out.append(count)
+        if live is not None and len(live) * len(v) <= SUMS_COUNTED:
+            live = {th - d for th in live for d in v}
+        else:
+            live = None
+            count *= len(v)
+    return out
+
+
+def _distinct_sums(values: list[set[int]]) -> list[int]:
+    """``out[t]``: how many distinct sums the first ``t`` levels' values make, counted while
+    that takes at most :data:`SUMS_COUNTED` additions per level, then bounded by the
+    product of the counts of values."""
+    sums: set[int] | None = {0}
+    out = [1]
+    for v in values:
+        if sums is not None and len(sums) * len(v) <= SUMS_COUNTED:
+            sums = {s + d for s in sums for d in v}
+            out.append(len(sums))
+        else:
+            sums = None
+            out.append(out[-1] * len(v))
+    return out
 
 
 def _feature_order(forest: Forest) -> list[int]:

@@ -5,6 +5,8 @@ same case (``rfcircuits fuzz --seed``); hypothesis' ``st.randoms()`` makes the d
 shrinkable in property tests (:func:`forests`). Forests mix numeric and categorical
 features, re-tests of a feature on its feasible states, shared subtrees (DAGs), single-leaf
 trees, classes no leaf votes for, and few trees so that ties are common.
+:func:`random_soft_forest` (:func:`soft_forests`) gives such trees' leaves soft-vote weights
+from a few floats whose sums tie exactly or only nearly.
 
 Instances worth checking lie near vote ties: :func:`margin` measures the distance,
 :func:`pick_by_margin` chooses the closest, :func:`with_edge_worlds` adds a tied world and one
@@ -63,6 +65,45 @@ def random_forest(rng: random.Random, limits: Limits = Limits()) -> Forest:
     return Forest(tuple(features), tuple(classes), tuple(trees))
 
 
+#: Leaf weights of random soft forests: sums of 0, 1/2 and 1 tie exactly; 1/3, 0.1, 0.2 and
+#: 0.7 are not dyadic, so their float64 values make sums that only nearly tie; negatives as
+#: boosted trees have.
+SOFT_WEIGHTS = (0.0, 0.5, 1.0, 1 / 3, 2 / 3, 0.1, 0.2, 0.7, -0.1, -1 / 3, -1.0)
+
+
+def random_soft_forest(rng: random.Random, limits: Limits = Limits(),
+                       weights: Sequence[float] = SOFT_WEIGHTS) -> Forest:
+    """A random valid forest of soft votes within ``limits``: :func:`random_forest`'s trees
+    with soft weights (:func:`soften`)."""
+    return soften(random_forest(rng, limits), rng, weights)
+
+
+def soften(hard: Forest, rng: random.Random, weights: Sequence[float] = SOFT_WEIGHTS) -> Forest:
+    """``hard``'s trees with soft votes: every leaf given one weight per class drawn from
+    ``weights``, and half the time an ``init`` drawn from them too. Four leaves in ten permute
+    an earlier leaf's weights instead, so that exact ties between sums are common
+    (independent draws seldom tie)."""
+    n_classes = len(hard.classes)
+    drawn: list[tuple[float, ...]] = []
+
+    def draw() -> tuple[float, ...]:
+        if drawn and rng.random() < 0.4:
+            ws = list(rng.choice(drawn))
+            rng.shuffle(ws)
+        else:
+            ws = [rng.choice(weights) for _ in range(n_classes)]
+        drawn.append(tuple(ws))
+        return drawn[-1]
+
+    def leaf(ws: tuple[float, ...]) -> Leaf:
+        return Leaf(ws.index(max(ws)), ws)
+
+    trees = tuple(Tree(tuple(leaf(draw()) if type(n) is Leaf else n for n in t.nodes))
+                  for t in hard.trees)
+    init = draw() if rng.random() < 0.5 else None
+    return replace(hard, trees=trees, voting="soft", init=init)
+
+
 def _random_tree(rng: random.Random, features: Sequence[Feature], n_classes: int,
                  max_depth: int) -> Tree:
     nodes: list[TreeNode | None] = []
@@ -112,27 +153,6 @@ def _partition(rng: random.Random, states: list[int], numeric: bool) -> list[int
         cuts = sorted(rng.sample(range(1, len(states)), k - 1))
         runs = [shuffled[a:b] for a, b in zip([0] + cuts, cuts + [len(shuffled)])]
     return [sum(1 << s for s in run) for run in runs]
-
-
-#: Leaf weights of random soft forests: sums of these tie exactly (1/3 + 2/3 = 1) or miss by
-#: one unit in the last place (0.1 + 0.2 != 0.3 in float64), and some are negative or zero.
-SOFT_WEIGHTS = (0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, -0.25, 0.7)
-
-
-def soften(forest: Forest, rng: random.Random) -> Forest:
-    """``forest``'s trees with soft votes: random per-class weights (:data:`SOFT_WEIGHTS`) on
-    every leaf, labelled with its first class of largest weight as a forest file reads it,
-    and half the time an ``init``."""
-    k = len(forest.classes)
-
-    def leaf() -> Leaf:
-        weights = tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k))
-        return Leaf(weights.index(max(weights)), weights)
-
-    trees = [Tree(tuple(leaf() if type(n) is Leaf else n for n in t.nodes))
-             for t in forest.trees]
-    init = tuple(rng.choice(SOFT_WEIGHTS) for _ in range(k)) if rng.random() < 0.5 else None
-    return replace(forest, trees=tuple(trees), voting="soft", init=init)
 
 
 def random_instance(rng: random.Random, forest: Forest) -> Instance:
@@ -193,21 +213,32 @@ def forests(limits: Limits = Limits()):  # -> SearchStrategy[Forest]
 
     Half the draws come from hypothesis' recorded randomness (shrinkable, but biased towards
     tiny forests), half from a seeded generator (sizes spread over the whole range)."""
+    return _drawn(random_forest, limits)
+
+
+def soft_forests(limits: Limits = Limits()):  # -> SearchStrategy[Forest]
+    """Hypothesis strategy of random forests of soft votes (:func:`random_soft_forest`),
+    drawn as :func:`forests` draws."""
+    return _drawn(random_soft_forest, limits)
+
+
+def _drawn(make: Callable[[random.Random, Limits], Forest], limits: Limits):
     from hypothesis import strategies as st
 
     return st.one_of(
-        st.builds(random_forest, st.randoms(use_true_random=False), st.just(limits)),
-        st.builds(lambda seed: random_forest(random.Random(seed), limits),
-                  st.integers(0, 2 ** 32 - 1)))
+        st.builds(make, st.randoms(use_true_random=False), st.just(limits)),
+        st.builds(lambda seed: make(random.Random(seed), limits), st.integers(0, 2 ** 32 - 1)))
 
 
-def forest_and_instance(limits: Limits = Limits()):  # -> SearchStrategy[tuple[Forest, Instance]]
-    """Hypothesis strategy of a forest with one of its instances."""
+def forest_and_instance(limits: Limits = Limits(), soft: bool = False
+                        ):  # -> SearchStrategy[tuple[Forest, Instance]]
+    """Hypothesis strategy of a forest (of soft votes if ``soft``) with one of its
+    instances."""
     from hypothesis import strategies as st
 
     @st.composite
     def draw(draw_fn):  # type: ignore[no-untyped-def]
-        forest = draw_fn(forests(limits))
+        forest = draw_fn(soft_forests(limits) if soft else forests(limits))
         x = tuple(draw_fn(st.integers(0, f.n_states - 1)) for f in forest.features)
         return forest, x
 

@@ -11,38 +11,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfcircuits.classformula import Ops, compile_nnf
+from rfcircuits.classformula import Ops, compile_nnf, soft_comparison
 from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import random_forest, random_instance
+from rfcircuits.crosscheck.strategies import random_forest, random_instance, random_soft_forest
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Leaf, Tree
 from rfcircuits.binarysum import at_least_binary
 from rfcircuits.pbdd import at_least
 
-#: Weights with exact ties among their sums (1/3 + 2/3 = 1 but 0.1 + 0.2 != 0.3 in float64),
-#: negatives and zeros.
-WEIGHTS = (0.0, 1.0, 0.5, 1 / 3, 2 / 3, 0.1, 0.2, 0.3, -0.25, 0.7)
-
-
-def soften(forest: Forest, rng: random.Random, weights=WEIGHTS) -> Forest:
-    """``forest``'s trees with random per-class weights on every leaf, and maybe an init."""
-    k = len(forest.classes)
-    trees = [Tree(tuple(Leaf(n.label, tuple(rng.choice(weights) for _ in range(k)))
-                        if type(n) is Leaf else n for n in t.nodes)) for t in forest.trees]
-    init = tuple(rng.choice(weights) for _ in range(k)) if rng.random() < 0.5 else None
-    return Forest(forest.features, forest.classes, tuple(trees), forest.input_dtype, "soft",
-                  init)
-
-
 def soft_forest(seed: int) -> Forest:
-    rng = random.Random(seed)
-    return soften(random_forest(rng), rng)
+    return random_soft_forest(random.Random(seed))
 
 
 # -- the diagram alone, on sets of choices --------------------------------------------------
 
-@pytest.mark.parametrize("compare", [at_least, at_least_binary])
+@pytest.mark.parametrize("compare", [at_least, at_least_binary, soft_comparison])
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
                          max_size=4, unique=True), min_size=0, max_size=5),

@@ -84,16 +84,6 @@ def test_malformed_soft_forests_are_refused_naming_the_place(change, message):
         forest_from_json(doc)
 
 
-def test_oracles_not_yet_weighted_refuse_soft_forests():
-    """Until they compile weighted sums, they must not answer for the hard vote instead (the
-    SAT oracle takes them: tests/test_sat_soft.py)."""
-    from rfcircuits.crosscheck.bdd import BddOracle
-
-    forest = forest_from_json(soft_doc([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]))
-    with pytest.raises(InputError, match="only forests of hard votes"):
-        BddOracle(forest)
-
-
 def test_soft_forest_files_follow_their_schema():
     from tests.test_formats import assert_valid, problems
 

@@ -1,15 +1,16 @@
 """Choosing instances near vote ties: margins and pick_by_margin, against votes written by
-hand and against a brute-force ordering of the trees' votes."""
+hand and against a brute-force ordering of the trees' votes; the random soft-vote forests."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
-from rfcircuits.forest import forest_from_json
+from rfcircuits.forest import Leaf, forest_from_json
 from rfcircuits.crosscheck.strategies import (Limits, all_worlds, margin, pick_by_margin,
-                                              random_forest, tied)
+                                              random_forest, random_soft_forest, tied)
 
 
 def _stump(leaves: list[str]) -> dict:
@@ -79,3 +80,18 @@ def test_all_worlds_enumerates_every_instance_once():
     worlds = all_worlds(forest)
     assert len(worlds) == len(set(worlds)) == forest.n_worlds()
     assert worlds == sorted(worlds)
+
+
+def test_soft_forest_strategy_draws_valid_varied_forests():
+    """Soft votes, every leaf weighted, the sizes within the limits, inits sometimes, the
+    weights of SOFT_WEIGHTS, and sums that tie exactly."""
+    limits = Limits(max_trees=6, max_classes=4)
+    drawn = [random_soft_forest(random.Random(seed), limits) for seed in range(60)]
+    assert all(f.voting == "soft" for f in drawn)
+    assert {f.init is None for f in drawn} == {True, False}
+    assert {len(f.classes) for f in drawn} == {2, 3, 4}
+    assert max(len(f.trees) for f in drawn) <= limits.max_trees
+    weights = {w for f in drawn for t in f.trees for n in t.nodes if type(n) is Leaf
+               for w in n.weights or ()}
+    assert {0.0, 1 / 3, 0.1} <= weights and min(weights) < 0
+    assert any(tied(f, w) for f in drawn for w in itertools.islice(all_worlds(f), 50))
