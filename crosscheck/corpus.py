@@ -17,10 +17,11 @@ Cases (:func:`plan`): the worked examples with every world as an instance; tiny 
 forests of :func:`rfcircuits.crosscheck.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
 single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests; with soft
-votes, exact ties of the weighted sums, near ties, negative sums, decisive initial scores),
-their instances completed by a tied world (soft votes: and a near tie) and a world per decided
-class; forests trained with scikit-learn on its bundled datasets (:data:`TRAINED`: random
-forests with hard or soft votes, gradient-boosted trees), instances the first test rows.
+votes, exact ties of the weighted sums, near ties, negative decisions, decisive initial
+scores), their instances completed by a tied world (soft votes: and a near tie) and a world
+per decided class; forests trained with scikit-learn on its bundled datasets
+(:data:`TRAINED`: random forests with hard or soft votes, gradient-boosted trees), instances
+the first test rows.
 XGBoost and LightGBM models are left out: the corpus must build without those optional
 libraries, and neither promises the same trees bit for bit across platforms and thread counts
 (their import is tested on its own, ``tests/test_boosted_import.py``).
@@ -427,7 +428,8 @@ CATEGORIES = {
     "near-tie": "soft votes: an instance flagged as a near tie (the library's float "
                 "arithmetic could decide otherwise) whose exact sums do not tie",
     "negative-weight": "soft votes: a leaf weight or initial score below 0",
-    "negative-sum": "soft votes: an instance with a class whose exact sum is below 0",
+    "negative-sum": "soft votes: an instance whose decision's exact sum is below 0 (every "
+                    "sum is)",
     "init": "soft votes: initial scores (boosted trees' prior)",
     "init-decides": "soft votes: an instance whose decision the initial scores change",
     "soft-not-hard": "soft votes: an instance whose decision is not the vote of the leaves' "
@@ -502,7 +504,7 @@ def _soft_categories(forest: Forest, instances: Sequence[Instance]) -> set[str]:
             hits.add("soft-tie")
         elif forest.near_tie(x):
             hits.add("near-tie")
-        if min(sums) < 0:
+        if max(sums) < 0:
             hits.add("negative-sum")
         trees = [s - i for s, i in zip(sums, forest.int_init)]
         if trees.index(max(trees)) != forest.decision(x):
@@ -1014,7 +1016,7 @@ which also records each case's origin and the package versions).
 - Soft votes (`"votes": "soft"` in `forest.json`: each leaf adds float64 weights, the largest
   exact sum decides, [docs/formats.md](../docs/formats.md#forest-files)): the
   `random-soft-*` streams (`make_case` with `"votes": "soft"` in their limits: weights such
-  as 1/3, 0.1, -0.25 whose sums tie exactly or only in floating point), `trained-*-soft`
+  as 1/3, 0.1, -1 whose sums tie exactly or only in floating point), `trained-*-soft`
   (random forests imported with the decision `predict` makes; where no test row tells it
   from the hard vote, a world that does is added) and `trained-*-gb`
   (`GradientBoostingClassifier`, binary and multi-class: initial scores and negative leaf

@@ -107,7 +107,8 @@ def soft_forest(leaves: list[list[float]], init: list[float] | None = None):
     ([[1 / 3, 1.0], [2 / 3, 0.0]], None, {"near-tie", "soft-not-hard"}, {"soft-tie"}),
     # the tree's weights choose b; the initial scores choose a, as the trees' labels do not
     ([[0.0, 0.5]], [1.0, 0.0], {"init", "init-decides", "soft-not-hard"}, {"negative-sum"}),
-    ([[-0.25, 0.1]], None, {"negative-weight", "negative-sum"}, {"init", "soft-not-hard"}),
+    ([[-0.25, -0.5]], None, {"negative-weight", "negative-sum"}, {"init", "soft-not-hard"}),
+    ([[-0.25, 0.1]], None, {"negative-weight"}, {"negative-sum"}),
     ([[0.5, 0.7]], [-0.25, 0.0], {"negative-weight", "init"}, {"negative-sum", "init-decides"}),
 ])
 def test_soft_categories_mean_what_they_say(leaves, init, hits, misses):

@@ -97,8 +97,8 @@ def test_schemas_name_the_constants_the_code_uses():
     form = next(a for a in compile_parser._actions if a.dest == "form")
     assert set(schema("compile-summary")["properties"]["form"]["enum"]) == set(form.choices)
     explanation = schema("explanation")["properties"]
-    assert list(explanation) == ["instance", "ties", "votes", "decision", "classes", "engine",
-                                 *WHAT_FIELDS.values(), "incomplete", "not_computed"]
+    assert list(explanation) == ["instance", "ties", "votes", "decision", "classes", "near_tie",
+                                 "engine", *WHAT_FIELDS.values(), "incomplete", "not_computed"]
     report = schema("verify-report")["$defs"]
     assert tuple(report["status"]["enum"]) == verify.STATUSES
     assert set(report["verdictName"]["enum"]) == {v for vs in verify.VERDICTS.values() for v in vs}
@@ -573,7 +573,8 @@ def susan_circuits() -> dict[str, Any]:
     ("explanation", ("sufficient_reasons",), [[]]),
     ("explanation", ("sufficient_reasons", 0, 0, "states"), [">=55", "<55"]),
     ("explanation", ("necessary_reasons", 0, 0, "state"), "x"),
-    ("explanation", ("votes", "yes"), -1),
+    ("explanation", ("votes", "yes"), "many"),  # counts, or soft votes' sums (maybe < 0)
+    ("explanation", ("near_tie",), False),  # present only when true
     ("nnf", ("nodes", 2, "and"), [0, 1]),
     ("nnf", ("nodes", 0, "lit"), [0, [1], 2]),
     ("nnf", ("nodes",), []),
