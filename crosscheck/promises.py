@@ -221,8 +221,8 @@ class Finding:
             out["target"] = forest.classes[self.target]
         if self.evidence_world is not None:
             out["evidence"] = {"world": instance_to_json(forest, self.evidence_world),
-                               "votes": dict(zip(forest.classes,
-                                                 forest.votes(self.evidence_world)))}
+                               "votes": dict(zip(forest.classes, forest.readable_votes(
+                                   forest.votes(self.evidence_world))))}
         if self.evidence_item is not None:
             out["evidence"] = {"smaller_item": term_json(forest, self.evidence_item)}
         out["confirmed"] = self.confirmed
@@ -259,7 +259,8 @@ class Finding:
             world = ", ".join(f"{k}: {v}" for k, v in
                               instance_to_json(forest, self.evidence_world).items())
             votes = ", ".join(f"{c} {v}" for c, v in
-                              zip(forest.classes, forest.votes(self.evidence_world)))
+                              zip(forest.classes,
+                                  forest.readable_votes(forest.votes(self.evidence_world))))
             lines.append(f"    world {{{world}}} → votes {votes}")
         if self.evidence_item is not None:
             lines.append("    still valid with less: "

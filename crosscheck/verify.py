@@ -323,10 +323,13 @@ def parse_claim(forest: Forest, obj: Any, line: int, source: str, ties: str,
                                       or value < 0):
                 raise InputError(f"{where(name)}: expected a non-negative integer or null")
             fields[name] = value
-        elif name == "votes":
+        elif name == "votes":  # counts, or a soft forest's sums as explanations print them
+            number = int if forest.voting == "hard" else (int, float)
             if not isinstance(value, dict) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) for v in value.values()):
-                raise InputError(f"{where(name)}: expected an object {{class: number of votes}}")
+                    isinstance(v, number) and not isinstance(v, bool) for v in value.values()):
+                raise InputError(f"{where(name)}: expected an object {{class: number of votes}}"
+                                 if forest.voting == "hard" else
+                                 f"{where(name)}: expected an object {{class: sum}}")
             counts = {class_of(c, f"votes.{c}"): v for c, v in value.items()}
             fields[name] = tuple(counts.get(i) for i in range(len(forest.classes)))
         elif name == "decision":
@@ -554,7 +557,8 @@ class VerifyReport:
                    "ours": i.ours, "verdict": i.verdict, "note": i.note}
             if i.evidence is not None:
                 out["evidence"] = {"world": instance_to_json(forest, i.evidence),
-                                   "votes": dict(zip(forest.classes, forest.votes(i.evidence))),
+                                   "votes": dict(zip(forest.classes, forest.readable_votes(
+                                       forest.votes(i.evidence)))),
                                    "refutes": i.refuted}
             return out
 
@@ -644,8 +648,9 @@ class VerifyReport:
             if i.evidence is not None:
                 world = ", ".join(f"{k}: {v}" for k, v in
                                   instance_to_json(forest, i.evidence).items())
+                votes = forest.readable_votes(forest.votes(i.evidence))
                 lines.append(f"      evidence against {i.refuted}: {{{world}}} → votes "
-                             f"{_scalar_text(forest, 'votes', forest.votes(i.evidence))}")
+                             f"{_scalar_text(forest, 'votes', votes)}")
         return lines
 
 
@@ -834,7 +839,8 @@ class Verifier:
         native = [n for n in native if WHAT_OF[n] in ours.what
                   and WHAT_OF[n] not in ours.incomplete]
         results: list[FieldResult] = []
-        truth_header = {"votes": tuple(ours.votes), "decision": ours.decision,
+        truth_header = {"votes": tuple(self.forest.readable_votes(ours.votes)),
+                        "decision": ours.decision,
                         "classes": tuple(sorted(ours.classes))}
         for name in HEADER_FIELDS:
             if name in given:

@@ -368,7 +368,7 @@ def test_text_and_repr_of_an_imported_forest(explainer):
     e = explainer.explain(IRIS.data[100])
     text, short = str(e), repr(e)
     assert not BITMASKS.search(text) and not BITMASKS.search(short)
-    assert "decision: virginica (votes: setosa " in text and "petal_length" in text
+    assert "decision: virginica (sums: setosa " in text and "petal_length" in text
     assert "\n" not in short and len(short) < 300 and "'virginica'" in short
     assert "… and" not in e.to_text(limit=None)
     sized = explainer.explain(IRIS.data[100], ["gsr"])

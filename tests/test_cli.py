@@ -332,7 +332,8 @@ def test_import_a_model_file_and_report_on_rows(tmp_path, capsys, saver):
     # Fitted without names: columns by position, the last one the labels.
     data = _write_csv(tmp_path / "rows.csv", ["a", "b", "c", "d", "e", "label"],
                       [[*row, label] for row, label in zip(X, y)])
-    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data)]) == 0
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data),
+                 "--votes", "hard"]) == 0
     accuracy, agreement = _hard_vote_figures(model, X, y)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("model.bin (RandomForestClassifier): 7 trees, depth 4, ")
@@ -346,9 +347,13 @@ def test_import_a_model_file_and_report_on_rows(tmp_path, capsys, saver):
     assert [f["name"] for f in doc["features"]] == ["x0", "x1", "x2", "x3", "x4"]
     # Without the label column there is no accuracy to report.
     bare = _write_csv(tmp_path / "bare.csv", ["a", "b", "c", "d", "e"], X)
-    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(bare)]) == 0
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(bare),
+                 "--votes", "hard"]) == 0
     printed = capsys.readouterr().out
     assert "accuracy" not in printed and f"agrees with sklearn predict: {agreement}" in printed
+    # Soft votes by default: the decision predict makes, on every row.
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(bare)]) == 0
+    assert "vote agrees with sklearn predict: 100.00% of rows" in capsys.readouterr().out
 
 
 @pytest.mark.filterwarnings("ignore:X does not have valid feature names")
@@ -365,7 +370,8 @@ def test_import_matches_named_columns_by_name(tmp_path, capsys):
                       [[row[3], row[0], label, row[2], row[1]]
                        for row, label in zip(bunch.data, labels)])
     out = tmp_path / "t.forest.json"
-    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data)]) == 0
+    assert main(["import", "--model", str(path), "--out", str(out), "--data", str(data),
+                 "--votes", "hard"]) == 0
     accuracy, agreement = _hard_vote_figures(model, bunch.data, labels)
     printed = capsys.readouterr().out
     assert "tree.pkl (DecisionTreeClassifier): 1 trees, depth 3" in printed
@@ -437,7 +443,7 @@ def test_import_checks_rows_by_position_and_range(tmp_path, capsys):
     floats = _write_csv(tmp_path / "floats.csv", ["a", "b", "y"], [[0, 0, "0.0"], [2, 0, "1.0"]])
     assert main(["import", "--model", str(path), "--out", str(out), "--data",
                  str(floats)]) == 0
-    assert "accuracy (hard-majority vote): 100.00%" in capsys.readouterr().out
+    assert "accuracy (exact soft vote): 100.00%" in capsys.readouterr().out
 
 
 def test_train_rejects_values_beyond_float32(tmp_path, capsys):
