@@ -55,6 +55,12 @@ class Correct:
             yield Answer(i, "ok", explainer.explain_states(x, what=("sr", "nr")).to_json())
 
 
+class SoftCorrect(Correct):
+    """Our own engine, saying that it explains soft votes too."""
+
+    votes = "soft"
+
+
 class Planted(Correct):
     """One fault in the first row that allows it, recorded in planted.json: drop the last
     literal of its first sufficient reason of two literals or more (``drop``) or leave out its
@@ -258,14 +264,25 @@ def test_a_slow_adapter_times_out_per_case(pytester):
         assert "the peer failed on the case (timeout): timed out after 0.2 s" in text
 
 
+def soft_cases() -> list[str]:
+    """The first random case of soft votes and the first boosted one."""
+    cases = corpus.load_manifest(corpus.installed_root())["cases"]
+    return [next(e["id"] for e in cases if e["forest"].get("votes") == "soft"),
+            next(e["id"] for e in cases if e["origin"].get("model") == "gb")]
+
+
 def test_a_case_of_soft_votes_is_skipped_for_a_peer_of_hard_votes(pytester):
-    soft = next(e["id"] for e in corpus.load_manifest(corpus.installed_root())["cases"]
-                if e["forest"].get("votes") == "soft")
+    soft = soft_cases()[0]
     project(pytester, "Crashing", [soft, "random-mixed-0001"])  # a hard-vote peer
     result = run(pytester, "-rs")
     result.assert_outcomes(skipped=2, failed=2)
     assert "a forest of soft votes; the adapter explains hard votes" in result.stdout.str()
     assert {name.split("::")[1] for name in failures(result)} == {"random-mixed-0001"}
+
+
+def test_a_peer_of_soft_votes_is_graded_on_them(pytester):
+    project(pytester, "SoftCorrect", soft_cases())
+    run(pytester).assert_outcomes(passed=4)
 
 
 def test_without_configuration_the_plugin_adds_nothing(pytester):
