@@ -176,7 +176,8 @@ def beside(out: Table, row: dict[str, Any], hard: dict[str, Any] | None,
            keys: Sequence[str]) -> dict[str, float | None] | None:
     """Print ``row``. A soft row after the hard row ``hard`` of the same model (``--votes
     both``) also gets each measured column of ``keys`` as soft over hard (the price of the
-    weights; null where either is missing or stopped): in JSON its ``vs_hard``, in text a
+    weights; null where either is missing, a stopped row's peak being up to its stop): in
+    JSON its ``vs_hard``, in text a
     line of its own under the row (when any is known). Returns those ratios."""
     if hard is None or row.get("votes") != "soft":
         out.row(row)
@@ -276,8 +277,8 @@ def _dg_row(name: str, ref: dict[str, float], trees: int, trained: Trained, tabl
         comp = compile_dg(forest, form="dg" if table4 else "dg-conj",
                           max_nodes=args.node_budget, timeout=args.timeout,
                           counter=args.counter)
-    except BudgetExceeded as exc:
-        row, comp = stop(row, exc), None
+    except BudgetExceeded as exc:  # its peak up to the stop
+        row, comp = stop({**row, "peak_mb": round(peak_mb())}, exc), None
     if comp is not None:
         # The compile's peak (the NNF compile below is far smaller), and what the graphs
         # hold per node at the end: every node in the store, intermediates not yet collected.
@@ -482,7 +483,8 @@ def _explain_row(name: str, ref: dict[str, float], trees: int, trained: Trained,
             comp.lift_caps(args.node_budget)  # explanations run to the end
     except BudgetExceeded as exc:
         row = stop({"dataset": name, "t": trees, "votes": forest.voting,
-                    "n_rf": forest.n_nodes, "a": round(100 * trained.accuracy, 2)}, exc)
+                    "n_rf": forest.n_nodes, "a": round(100 * trained.accuracy, 2),
+                    "peak_mb": round(peak_mb())}, exc)
         if args.engine == "both":
             row.update(_beside_sat(forest, instances, what, None, args))
         return row
