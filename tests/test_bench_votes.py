@@ -15,7 +15,8 @@ from rfcircuits.classformula import compile_nnf
 from rfcircuits.cli.main import main
 from rfcircuits.cnf import CircuitCNF
 from rfcircuits.dgcompile import compile_dg
-from rfcircuits.sklearn_import import forest_from_sklearn
+from rfcircuits.explain import Explainer
+from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from tests.test_formats import assert_valid, jsonl
 
 TREES = 3
@@ -50,6 +51,7 @@ def forests(path: Path) -> dict[str, Any]:
         hard_votes[np.arange(len(X_test)), tree.predict(X_test).astype(int)] += 1
     out: dict[str, Any] = {
         vote: forest_from_sklearn(model, votes=vote) for vote in ("hard", "soft")}
+    out["X_test"] = X_test
     out["a"] = {"hard": round(100 * float(np.mean(hard_votes.argmax(axis=1) == y_test)), 2),
                 "soft": round(100 * float(np.mean(model.predict(X_test) == y_test)), 2)}
     return out
@@ -104,14 +106,20 @@ def test_compile_forms_with_soft_votes_only(data_dir, capsys):
 
 def test_explain_puts_both_engines_soft_rows_beside_the_hard_ones(data_dir, capsys):
     rows = run(capsys, "explain", "--data-dir", str(data_dir), "--datasets",
-               "iris,wine-recog", "--votes", "both", "--expand", "0")
+               "iris,wine-recog", "--votes", "both", "--expand", "0", "--rows", "5")
     assert [(r["dataset"], r["votes"]) for r in rows] == [
         (d, v) for d in ("iris", "wine-recog") for v in ("hard", "soft")]
     for row in rows:
-        forest = forests(data_dir / f"{row['dataset']}.csv")[row["votes"]]
+        expected = forests(data_dir / f"{row['dataset']}.csv")
+        forest = expected[row["votes"]]
         assert row["n_3b"] == per_class(compile_dg(forest), len(forest.classes))
         assert row["n_sat"] == CircuitCNF(forest).nnf_nodes
         assert row["sat_differ"] == 0 and row["peak_mb"] > 0 and row["sat_mb"] > 0
+        # the first --rows test rows, explained by this forest
+        explainer = Explainer(forest, engine="graphs")
+        nrs = [explainer.explain_states(x, ("nr",)).necessary_reasons
+               for x in instances_from_values(forest, expected["X_test"][:5])]
+        assert row["c_nr"] == round(sum(map(len, nrs)) / 5, 2)
     for hard, soft in (rows[:2], rows[2:]):
         assert soft["n_sat"] > hard["n_sat"]
         assert soft["vs_hard"]["n_sat"] == round(soft["n_sat"] / hard["n_sat"], 3)

@@ -443,7 +443,8 @@ def _explain_row(name: str, ref: dict[str, float], trees: int, trained: Trained,
                  args: argparse.Namespace) -> dict[str, Any]:
     """One forest's Table 3 row, with Table 4's contrastive columns for its datasets.
 
-    Times are per explained instance (up to 100 test rows) and exclude compiling the class
+    Times are per explained instance (up to ``--rows``, 100 test rows by default) and
+    exclude compiling the class
     formulas (reported as ``t_compile``, with their decision-graph nodes per class ``n_3b``;
     ``peak_mb`` is the peak of the compile and the explanations), as in the paper; ``t_nr``
     and ``t_ce`` (per target
@@ -466,7 +467,7 @@ def _explain_row(name: str, ref: dict[str, float], trees: int, trained: Trained,
 
     forest = trained.forest
     multi = name in paper.TABLE4
-    instances = trained.test_instances[:100]
+    instances = trained.test_instances[:args.rows]
     what = ("sr", "nr", "robust", "flips") + (("ce",) if multi else ())
     gc.collect()
     reset_peak()

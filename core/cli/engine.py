@@ -193,8 +193,9 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
-    p.add_argument("--rows", type=positive_int, default=20,
-                   help="engines, pyxai: test rows explained per forest")
+    p.add_argument("--rows", type=positive_int,
+                   help="explain, engines, pyxai: test rows explained per forest (default: "
+                        "explain 100, as the paper; engines and pyxai 20)")
     p.add_argument("--what", dest="fields", default="sr,nr,ce,robust,flips",
                    help="engines: the fields explained (all, or a comma list)")
     p.add_argument("--ties", choices=(*TIES, "both"), default="both",
@@ -620,6 +621,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise InputError(f"bench {args.what}: --votes is bench compile's and explain's; the "
                          "other tables are of hard votes (bench predict: of both)")
     args.node_budget = max_nodes(args)
+    if args.rows is None:
+        args.rows = 100 if args.what == "explain" else 20
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
     if args.what == "engines":
