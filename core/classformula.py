@@ -65,6 +65,10 @@ class Ops(Generic[T]):
     #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one
     #: operation (decision graphs: :meth:`rfcircuits.dgraph.DG.threshold`), for ``counter="topdown"``.
     threshold: Callable[[list[T], list[int]], list[T]] | None = None
+    #: ``check()``, called every so often by constructions whose steps may create no node
+    #: for long (soft votes' diagrams, :func:`rfcircuits.pbdd.at_least`): it raises once the
+    #: compile's time is up (decision graphs: :meth:`rfcircuits.dgraph.DG.check_budget`).
+    check: Callable[[], None] | None = None
 
 
 def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int, j: int,

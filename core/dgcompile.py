@@ -150,7 +150,11 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
         return handed
     start = time.perf_counter()
     deadline = None if timeout is None else time.monotonic() + timeout
-    ranks = feature_order(forest, order, created_nodes) if isinstance(order, str) else list(order)
+    # The order's trial compiles count against the deadline too: under soft votes one trial
+    # can take minutes below its node cap (Python work in pbdd, few new nodes).
+    cost = created_nodes if deadline is None else functools.partial(created_nodes,
+                                                                    deadline=deadline)
+    ranks = feature_order(forest, order, cost) if isinstance(order, str) else list(order)
     if order == "auto" and apply == "ordered" and (max_nodes is None
                                                    or max_nodes > SIFT_TRIGGER):
         # A large forest's graphs depend much on the order: past SIFT_TRIGGER nodes, sift it
@@ -160,8 +164,8 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             ranks = list(sifted)
         else:
             try:
-                comp, = _compile(forest, (ties,), form, apply, ranks, SIFT_TRIGGER, timeout,
-                                 progress, counter, start)
+                comp, = _compile(forest, (ties,), form, apply, ranks, SIFT_TRIGGER,
+                                 (timeout, deadline), progress, counter, start)
                 comp.dg.set_max_nodes(max_nodes)  # the trigger only chose not to sift
                 return comp
             except BudgetExceeded:
@@ -171,32 +175,28 @@ def compile_dg(forest: Forest, ties: str = "first", form: str = "dg-conj",
             # sifted order mostly compiles in the rest (ionosphere, 16 trees: sifting takes
             # 9.2 s for a 2.4 s compile; cut at 3 s, the compile takes 2.0 s).
             now = time.monotonic()
-            ranks = sift(forest, ranks, created_nodes,
+            ranks = sift(forest, ranks, cost,
                          deadline=None if deadline is None else now + (deadline - now) / 3)
             if deadline is None:  # a sift cut short by the timeout is not the forest's best
                 if len(_SIFTED) >= SIFTED_KEPT:
                     del _SIFTED[next(iter(_SIFTED))]
                 _SIFTED[forest] = tuple(ranks)
-        if deadline is not None:
-            timeout = max(deadline - time.monotonic(), 1e-3)
     if also:
         try:
             first, *others = _compile(forest, (ties, *also), form, apply, ranks, max_nodes,
-                                      timeout, progress, counter, start)
+                                      (timeout, deadline), progress, counter, start)
         except BudgetExceeded:
             if deadline is not None and time.monotonic() > deadline:
                 raise
             # The budget holds the manager: one policy's graphs may fit where all do not.
-            if deadline is not None:
-                timeout = max(deadline - time.monotonic(), 1e-3)
         else:
             _HANDED.clear()  # earlier hand-offs nobody asked for are dropped
             for policy, comp in zip(also, others):
                 _HANDED[_handoff_key(forest, policy, form, apply, order, max_nodes,
                                      counter)] = comp
             return first
-    return _compile(forest, (ties,), form, apply, ranks, max_nodes, timeout, progress,
-                    counter, start)[0]
+    return _compile(forest, (ties,), form, apply, ranks, max_nodes, (timeout, deadline),
+                    progress, counter, start)[0]
 
 
 def _handoff_key(forest: Forest, ties: str, form: str, apply: str, order: str | Sequence[int],
@@ -205,10 +205,14 @@ def _handoff_key(forest: Forest, ties: str, form: str, apply: str, order: str | 
             max_nodes, counter)
 
 
-def created_nodes(forest: Forest, order: list[int], max_nodes: int, counter: str | None) -> int:
+def created_nodes(forest: Forest, order: list[int], max_nodes: int, counter: str | None,
+                  deadline: float | None = None) -> int:
     """The nodes Alg. 3B creates compiling ``forest`` under ``order`` (raises BudgetExceeded
-    past ``max_nodes``): the cost :mod:`rfcircuits.featureorder` judges orders by."""
-    return compile_dg(forest, order=order, max_nodes=max_nodes, counter=counter).created
+    past ``max_nodes``, or past ``deadline``, a ``time.monotonic()`` value): the cost
+    :mod:`rfcircuits.featureorder` judges orders by."""
+    timeout = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+    return compile_dg(forest, order=order, max_nodes=max_nodes, counter=counter,
+                      timeout=timeout).created
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -236,13 +240,16 @@ def tree_code(tree: Tree) -> bytes:
 
 
 def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
-             ranks: list[int], max_nodes: int | None, timeout: float | None,
+             ranks: list[int], max_nodes: int | None,
+             limit: tuple[float | None, float | None],
              progress: Callable[[int, int, Sized], None] | None, counter: str,
              start: float) -> list[DGCompilation]:
     """:func:`compile_dg` under the order ``ranks`` for each tie policy, in one manager; the
-    seconds since ``start`` (choosing the order) count as the tree stage's."""
+    seconds since ``start`` (choosing the order) count as the tree stage's. ``limit``: the
+    compile's timeout and the deadline it set when it started (``(None, None)``: none)."""
     k = len(forest.classes)
-    dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout)
+    timeout, deadline = limit
+    dg = DG(forest.features, ranks, max_nodes=max_nodes, timeout=timeout, deadline=deadline)
     ap = Apply(dg)
     soft = forest.voting == "soft"
     if soft:  # each class pair relabels the trees by its differences (soft_pair_outputs)
@@ -262,7 +269,7 @@ def _compile(forest: Forest, policies: tuple[str, ...], form: str, apply: str,
 
     tree_seconds = time.perf_counter() - start
     seconds = [tree_seconds / k] * k
-    ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold)
+    ops: Ops[int] = Ops(ap.disj, ap.conj, FALSE, dg.threshold, dg.check_budget)
     needed = _pair_plan(k, policies)
     conjuncts: list[list[int]] = [[] for _ in range(k * len(policies))]
     live = len(dg)

@@ -80,7 +80,8 @@ class DG:
     """Manager of hash-consed decision-graph nodes over a forest's features."""
 
     def __init__(self, features: Sequence[Feature], order: Sequence[int] | None = None,
-                 max_nodes: int | None = None, timeout: float | None = None) -> None:
+                 max_nodes: int | None = None, timeout: float | None = None,
+                 deadline: float | None = None) -> None:
         self.features = tuple(features)
         self.full = [f.full for f in self.features]
         order = list(order) if order is not None else list(range(len(self.features)))
@@ -91,7 +92,11 @@ class DG:
         for position, f in enumerate(order):
             self.rank[f] = position
         self.max_nodes = max_nodes
-        self.deadline = None if timeout is None else time.monotonic() + timeout
+        # ``deadline`` (a ``time.monotonic()`` value, with its ``timeout``): a compile's, set
+        # when it started choosing its order; else ``timeout`` counts from now
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+        self.deadline = deadline
         self._timeout = timeout
         self.backend = BACKEND
         self.store: Store = STORES[BACKEND](

@@ -48,6 +48,10 @@ if TYPE_CHECKING:  # classformula drives these diagrams: no import cycle at run 
 T = TypeVar("T")
 
 
+#: Steps of :func:`at_least` between two calls of ``ops.check`` (the compile's deadline).
+CHECK_EVERY = 1 << 12
+
+
 def difference_trees(forest: Forest, i: int, j: int) -> tuple[list[list[int]], list[Tree], int]:
     """For ``[S_i − S_j >= K]``: per tree that can differ, the sorted distinct differences
     ``w_i − w_j`` of its leaves and the tree relabelled so that a leaf's label is the index
@@ -82,8 +86,10 @@ def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
     Each level ``t`` keeps disjoint intervals of ``K``, sorted, each with its node; a node's
     interval is the intersection of its children's intervals shifted by the values (clipped
     to the gap it fills, which keeps the level's intervals disjoint). O(Σ_t intervals_t ·
-    m_t · log intervals_t) steps, plus the operations. Past ``max_spans`` intervals in all,
-    raises :class:`DiagramTooLarge` (the caller then compares otherwise)."""
+    m_t · log intervals_t) steps, plus the operations; ``ops.check`` (if any) every
+    :data:`CHECK_EVERY` steps, as most steps create no node (the store's budgets count
+    nodes). Past ``max_spans`` intervals in all, raises :class:`DiagramTooLarge` (the caller
+    then compares otherwise)."""
     n = len(values)
     low = [0] * (n + 1)  # low[t], high[t]: least and largest Σ_{u>=t} d_u
     high = [0] * (n + 1)
@@ -105,9 +111,13 @@ def at_least(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
 
     out = []
     spans_made = 0
+    steps = 0
     for target in needs:
         stack = [(0, target)]
         while stack:
+            steps += 1
+            if ops.check is not None and steps % CHECK_EVERY == 0:
+                ops.check()
             t, need = stack[-1]
             if lookup(t, need) is not None:
                 stack.pop()

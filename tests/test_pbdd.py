@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,8 @@ from rfcircuits.classformula import Ops, compile_nnf, soft_comparison
 from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.strategies import random_forest, random_instance, random_soft_forest
 from rfcircuits.dgcompile import compile_dg
+from rfcircuits.dgraph import DG
+from rfcircuits.errors import BudgetExceeded
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Leaf, Tree
 from rfcircuits.binarysum import at_least_binary
@@ -102,3 +105,59 @@ def test_explanations_of_soft_forests_match_the_brute_force(seed, ties, engine):
         assert "incomplete" not in got
         for key in got.keys() - {"not_computed"}:  # the SAT engine computes no GSR/GNR
             assert got[key] == expected[key], key
+
+
+# -- the compile's deadline -----------------------------------------------------------------
+# Most steps of a soft-vote diagram create no node, and the stores count nodes: a compile's
+# --timeout has to reach into the diagram and into the order's trial compiles (before, a
+# 100-tree soft forest ran for minutes past a 60 s timeout in the order's choice).
+
+def test_the_diagram_calls_check_every_so_often(monkeypatch):
+    from rfcircuits import pbdd
+
+    values = [[0, 1, 3], [-2, 0, 5], [0, 7], [1, 2, 4, 8]]
+    everything = frozenset(itertools.product(*(range(len(v)) for v in values)))
+    atoms = [[frozenset(c for c in everything if c[t] == k) for k in range(len(v))]
+             for t, v in enumerate(values)]
+    plain = Ops(frozenset.union, frozenset.intersection, frozenset())
+    expected = at_least(values, atoms, [0, 5], plain, everything)
+    monkeypatch.setattr(pbdd, "CHECK_EVERY", 2)
+    calls = []
+    checked = Ops(frozenset.union, frozenset.intersection, frozenset(),
+                  check=lambda: calls.append(1))
+    assert at_least(values, atoms, [0, 5], checked, everything) == expected
+    assert len(calls) >= 3
+
+    def time_is_up() -> None:
+        raise BudgetExceeded("compilation exceeds --timeout 1 s")
+
+    stopped = Ops(frozenset.union, frozenset.intersection, frozenset(), check=time_is_up)
+    with pytest.raises(BudgetExceeded):
+        at_least(values, atoms, [0, 5], stopped, everything)
+
+
+def test_the_orders_trial_compiles_share_the_compiles_deadline(monkeypatch):
+    from rfcircuits import dgcompile
+
+    forest = soft_forest(7)
+    real = dgcompile.created_nodes
+    deadlines: list[float | None] = []
+
+    def spy(*args, deadline=None):  # type: ignore[no-untyped-def]
+        deadlines.append(deadline)
+        return real(*args, deadline=deadline)
+
+    monkeypatch.setattr(dgcompile, "created_nodes", spy)
+    before = time.monotonic()
+    compile_dg(forest, timeout=100.0)
+    assert deadlines and all(d is not None and before + 100 <= d <= time.monotonic() + 100
+                             for d in deadlines)
+    deadlines.clear()
+    compile_dg(forest.with_trees(forest.trees[::-1]))  # another forest: no cached order
+    assert deadlines and set(deadlines) == {None}
+
+
+def test_a_deadline_set_earlier_names_the_timeout_asked():
+    dg = DG(soft_forest(1).features, timeout=20.0, deadline=time.monotonic() - 1)
+    with pytest.raises(BudgetExceeded, match=r"^compilation exceeds --timeout 20 s$"):
+        dg.check_budget()

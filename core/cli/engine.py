@@ -193,8 +193,9 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
     p.add_argument("--json", action="store_true", help="one JSON object per dataset")
-    p.add_argument("--rows", type=positive_int, default=20,
-                   help="engines, pyxai: test rows explained per forest")
+    p.add_argument("--rows", type=positive_int,
+                   help="explain, engines, pyxai: test rows explained per forest (default: "
+                        "explain 100, as the paper; engines and pyxai 20)")
     p.add_argument("--what", dest="fields", default="sr,nr,ce,robust,flips",
                    help="engines: the fields explained (all, or a comma list)")
     p.add_argument("--ties", choices=(*TIES, "both"), default="both",
@@ -204,6 +205,14 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     p.add_argument("--engine", choices=("both", "graphs"), default="both",
                    help="explain, oracles: time the SAT engine beside the decision graphs "
                         "(both), or the decision graphs alone")
+    p.add_argument("--timeout", type=positive_seconds,
+                   help="compile --form dg|dg-conj, explain: stop a decision-graph compile "
+                        "after S seconds, as --max-nodes stops it (absent: no limit)")
+    p.add_argument("--votes", choices=("hard", "soft", "both"),
+                   help="compile, explain: the trained forest's votes: hard (default, the "
+                        "paper's), soft (its leaves' probabilities, as predict decides), or "
+                        "both, the soft row after the hard row of the same model with their "
+                        "ratios soft/hard")
     add_limits(p)
     if bench_extra:
         p.add_argument("--suite", choices=("paper", "trained"), default="paper",
@@ -604,7 +613,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.out is not None and args.what != "predict":
         raise InputError(f"bench {args.what}: --out is bench predict's; the other tables print "
                          "their rows (--json: as JSON Lines)")
+    if args.timeout is not None and not (args.what == "explain" or args.what == "compile"
+                                         and args.form != "nnf"):
+        raise InputError(f"bench {args.what}: --timeout limits decision-graph compiles: bench "
+                         "compile --form dg|dg-conj and bench explain")
+    if args.votes is not None and args.what not in ("compile", "explain"):
+        raise InputError(f"bench {args.what}: --votes is bench compile's and explain's; the "
+                         "other tables are of hard votes (bench predict: of both)")
     args.node_budget = max_nodes(args)
+    if args.rows is None:
+        args.rows = 100 if args.what == "explain" else 20
     if args.what in args.bench_extra:
         return args.bench_extra[args.what](args)
     if args.what == "engines":
