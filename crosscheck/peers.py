@@ -28,7 +28,9 @@ raw values.
 
 Each adapter named with ``--adapter`` (:mod:`rfcircuits.crosscheck.adapters.base`: built-in
 names or ``module:Class``, built with the ``--adapter-option`` pairs, :func:`adapter_options`)
-gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`; its answers are graded as
+gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`, its forest imported with
+the votes the peer explains (the hard majority, or ``predict``'s soft vote:
+:meth:`PeerData.for_votes`; ``--pick margin`` then looks for ties of those votes); its answers are graded as
 they arrive (:class:`rfcircuits.crosscheck.promises.PromiseGrader`), with progress on stderr.
 ``--out DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it
 gave them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro
@@ -57,8 +59,8 @@ from rfcircuits.forest import Forest, Instance, as_forest, parse_instance
 from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values, load_model
-from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, load_adapter,
-                                                 protocol_error)
+from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_model,
+                                                 adapter_votes, load_adapter, protocol_error)
 from rfcircuits.crosscheck.promises import PeerReport, PromiseGrader
 from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
 from rfcircuits.crosscheck.strategies import pick_by_margin, state_value
@@ -123,6 +125,16 @@ class PeerData:
     origins: list[RowOrigin]
     head: dict[str, Any] = field(default_factory=dict)
     title: str = ""
+
+    def for_votes(self, votes: str) -> PeerData:
+        """The same data with the model imported with ``votes`` (``hard``: the trees'
+        majority; ``soft``: ``predict``'s decision), the votes an adapter's peer explains
+        (:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`)."""
+        if self.forest.voting == votes:
+            return self
+        forest = forest_from_sklearn(self.model, [f.name for f in self.forest.features],
+                                     list(self.forest.classes), votes=votes)
+        return dataclasses.replace(self, forest=forest)
 
     def task(self, k: int | None, pick: str, seed: int, timeout: float) -> Task:
         """The task of ``k`` rows (None: all) chosen by ``pick`` (:func:`pick_rows`)."""
@@ -201,8 +213,12 @@ def from_forest(forest: Forest, rows: Sequence[tuple[str, Mapping[str, Any]]],
                                  " but not as scikit-learn reads it (float32), and the peers "
                                  "are given a scikit-learn model: give a value that float32 "
                                  "places alike")
-    decisions = np.array([ours.decision(x) for x in instances_from_values(ours, X)])
-    if not np.array_equal(model.predict(X), decisions):  # our bug: the model is the forest
+    instances = instances_from_values(ours, X)
+    decisions = np.array([ours.decision(x) for x in instances])
+    # the model is the forest (our bug otherwise), but for float64 sums at a near tie
+    apart = (model.predict(X) != decisions) & ~np.array([ours.near_tie(x) for x in instances],
+                                                         dtype=bool)
+    if apart.any():
         raise AssertionError(f"the scikit-learn model of {source} does not decide as it does")
     origins = [RowOrigin(i, where) for i, (where, _) in enumerate(rows)]
     return PeerData(ours, model, X, decisions, X, origins, title=source)
@@ -326,7 +342,8 @@ def run_peer(adapter: Any, task: Task, progress: Progress | None = None,
     """The adapter's answers on ``task``, graded as they arrive; each answer is appended to
     ``answers_out`` when given. A KeyboardInterrupt stops the peer and keeps what is graded."""
     with PromiseGrader(task.forest, adapter.name, adapter.version(), adapter.ties,
-                       adapter.promises, task=task) as grader:
+                       adapter.promises, task=task,
+                       peer_model=adapter_model(adapter, task)) as grader:
         if progress is not None:
             progress.stage(f"{adapter.name}: rows explained and graded", len(task.rows))
         seen: set[int] = set()
@@ -406,7 +423,7 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
         ours = as_forest(forest)
         records = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
         data = from_forest(ours, [(f"rows[{i}]", r) for i, r in enumerate(records)])
-    return run_peer(peer, data.task(count, pick, seed, timeout))
+    return run_peer(peer, data.for_votes(adapter_votes(peer)).task(count, pick, seed, timeout))
 
 
 def write_outputs(out: str, name: str, report: PeerReport, task: Task,
@@ -438,11 +455,14 @@ def run_verify_peer(args: argparse.Namespace) -> int:
     if args.out:
         output_dir(args.out)
     data = peer_data(args)
-    task = data.task(rows_wanted(args), args.pick, args.seed, args.timeout)
+    tasks = {votes: data.for_votes(votes).task(rows_wanted(args), args.pick, args.seed,
+                                               args.timeout)
+             for votes in dict.fromkeys(adapter_votes(a) for a in adapters)}
     reports: dict[str, PeerReport] = {}
     interrupted = False
     with Progress("training", enabled=not args.no_progress) as progress:
         for name, adapter in zip(names, adapters):
+            task = tasks[adapter_votes(adapter)]
             answers: list[Answer] = []
             try:
                 reports[name] = run_peer(adapter, task, progress, answers)
@@ -452,13 +472,14 @@ def run_verify_peer(args: argparse.Namespace) -> int:
             finally:
                 if args.out and name in reports:
                     write_outputs(args.out, name, reports[name], task, answers)
-    head = {**data.head, "seed": args.seed, "pick": args.pick, "rows": len(task.rows),
+    rows = len(next(iter(tasks.values())).rows)
+    head = {**data.head, "seed": args.seed, "pick": args.pick, "rows": rows,
             "timeout": args.timeout}
     if args.json:
         print(json.dumps({**head, "peers": {n: r.to_json() for n, r in reports.items()}},
                          ensure_ascii=False))
     else:
-        print(f"verify-peer: {data.title}, seed {args.seed}, {len(task.rows)} rows "
+        print(f"verify-peer: {data.title}, seed {args.seed}, {rows} rows "
               f"{'closest to a vote tie' if args.pick == 'margin' else 'drawn at random'}; "
               + ", ".join(f"{a.name} {v}" for a, v in zip(adapters, versions)))
         for report in reports.values():
