@@ -61,7 +61,8 @@ from itertools import product
 from typing import Any
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
+from rfcircuits.forest import (Forest, Instance, classes_from_votes, instance_to_json,
+                               mask_states)
 from rfcircuits.terms import Term, term_json, term_text
 from rfcircuits.crosscheck.adapters.base import Answer, Promise, RowOrigin, Task
 from rfcircuits.crosscheck.peer_model import ModelView, ModelWitness, PeerModel
@@ -682,6 +683,8 @@ class PromiseGrader:
             if minimal == "minimal" and name == "sufficient_reasons":
                 smaller = next((t for t in _drops(item.item)
                                 if self.verifier.sat.check_sr(x, t)["sufficient"]), None)
+            elif minimal == "prime" and name == "general_sufficient_reasons":
+                smaller = self._widening(x, item.item)
             elif minimal != "conditions":
                 smaller = None
             world = item.evidence if name not in TERM_FIELDS else None
@@ -702,6 +705,20 @@ class PromiseGrader:
             differences.append(DIFFERENCES.get(kind, kind))
         tally.differences.update(differences)
         return outcome, differences
+
+    def _widening(self, x: Instance, term: Term) -> Term | None:
+        """A term that widens one literal of a general term by one state (a literal that
+        becomes full is dropped) and is still valid: the evidence that it is not prime."""
+        sat = self.verifier.sat
+        for k, (f, mask) in enumerate(term):
+            full = self.forest.features[f].full
+            for s in mask_states(full & ~mask):
+                wide = mask | 1 << s
+                candidate = term[:k] + term[k + 1:] if wide == full else \
+                    term[:k] + ((f, wide),) + term[k + 1:]
+                if sat.check_gsr(x, candidate)["valid"]:
+                    return candidate
+        return None
 
     def _why_not_prime(self, x: Instance, term: Term) -> str:
         """``relax`` when widening a literal by a state adjacent to its run still implies Δ,

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import rfcircuits.crosscheck.adapters.pyxai as adapter
+import rfcircuits.crosscheck.adapters.worker as worker
 import rfcircuits.crosscheck.peers as peers
 from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.errors import InputError
@@ -75,7 +76,7 @@ def test_importing_the_adapter_does_not_import_pyxai():
 
 
 def test_missing_pyxai_is_bad_input(monkeypatch, capsys):
-    monkeypatch.setattr(adapter, "pyxai_version", lambda python=None: None)
+    monkeypatch.setattr(worker, "installed_version", lambda *args: None)
     assert main(["verify-pyxai", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
     assert "pip install pyxai" in err and "Traceback" not in err

@@ -192,6 +192,7 @@ ADAPTERS: dict[str, tuple[str, dict[str, Any]]] = {
     "anchors": ("rfcircuits.crosscheck.adapters.anchors:AnchorsAdapter", {}),
     "rfxpl": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {}),
     "rfxpl-maxsat": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {"mode": "maxsat"}),
+    "solbert": ("rfcircuits.crosscheck.adapters.solbert:SolbertAdapter", {}),
     "command": ("rfcircuits.crosscheck.adapters.command:CommandAdapter", {}),
 }
 

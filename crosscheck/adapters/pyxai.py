@@ -42,8 +42,6 @@ while its prediction breaks ties to the first class (``ties = "strict"``).
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import os
 import pickle
@@ -57,12 +55,12 @@ from typing import Any
 
 import numpy as np
 
-from rfcircuits import __version__
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
 from rfcircuits.crosscheck.verify import interval_mask
-from rfcircuits.crosscheck.adapters.worker import Worker, reply
+from rfcircuits.crosscheck.adapters.worker import (Worker, installed_version, other_python,
+                                                   reply, required_version)
 
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
@@ -79,56 +77,14 @@ PYTHON_ENV = "RFCIRCUITS_PYXAI_PYTHON"
 def pyxai_python(python: str | None = None) -> str | None:
     """The Python of the environment the worker runs in, when not this one: ``python``, else
     :data:`PYTHON_ENV`'s; None for this interpreter."""
-    chosen = python or os.environ.get(PYTHON_ENV)
-    return chosen if chosen and chosen != sys.executable else None
+    return other_python(python, PYTHON_ENV)
 
 
 def pyxai_version(python: str | None = None) -> str | None:
     """The PyXAI version the worker would run (:func:`pyxai_python`), or None when PyXAI is
     not installed there; nothing imports it here. PeerUnavailable when another environment
     has PyXAI but not rfcircuits at this version (the worker runs rfcircuits' module)."""
-    other = pyxai_python(python)
-    if other is not None:
-        pyxai, ours = _versions(other)
-        if pyxai is not None and ours != __version__:
-            raise PeerUnavailable(
-                f"the PyXAI environment of {other} has rfcircuits {ours or 'not installed'}, "
-                f"this one {__version__}: install the same rfcircuits there (its worker runs "
-                "there)")
-        return pyxai
-    if importlib.util.find_spec("pyxai") is None:
-        return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pyxai")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-@functools.cache
-def _versions(python: str) -> tuple[str | None, str | None]:
-    """The versions of PyXAI and rfcircuits in the environment of ``python`` (None: not
-    installed there, or ``python`` does not run), as the worker would find them (run from
-    a directory of no package)."""
-    code = ("import importlib.metadata as m, json\n"
-            "try:\n"
-            "    pyxai = m.version('pyxai')\n"
-            "except m.PackageNotFoundError:\n"
-            "    pyxai = None\n"
-            "try:\n"
-            "    import rfcircuits\n"
-            "    ours = rfcircuits.__version__\n"
-            "except ImportError:\n"
-            "    ours = None\n"
-            "print(json.dumps([pyxai, ours]))")
-    try:
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True,
-                              timeout=STARTUP_SECONDS, cwd=tempfile.gettempdir())
-        pyxai, ours = json.loads(done.stdout)
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None, None
-    return pyxai, ours
+    return installed_version("pyxai", "PyXAI", pyxai_python(python))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,14 +293,8 @@ class PyxaiAdapter:
             "pyxai-" + kind.removesuffix("_reason").replace("_", "-")
 
     def version(self) -> str:
-        version = pyxai_version(self.python)
-        if version is None:
-            other = pyxai_python(self.python)
-            where = f" in the environment of {other}" if other else ""
-            raise PeerUnavailable(f"PyXAI is not installed{where} (an optional dependency): "
-                                  "pip install pyxai, or pip install '.[pyxai]'; or name the "
-                                  f"Python of an environment that has it in {PYTHON_ENV}")
-        return version
+        return required_version("pyxai", "PyXAI", self.python, PYTHON_ENV,
+                                "pip install pyxai, or pip install '.[pyxai]'")
 
     def explain(self, task: Task) -> Iterator[Answer]:
         forest = task.forest
