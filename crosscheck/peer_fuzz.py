@@ -13,7 +13,9 @@ most likely gets wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
 (:func:`~rfcircuits.crosscheck.strategies.pick_by_margin`), a world with tied votes and a world
 decided for each class when those rows have none
 (:func:`~rfcircuits.crosscheck.strategies.with_edge_worlds`), a world one vote from a tie and
-a world that is no data row. The forest is imported with the votes the peer explains
+a world that is no data row. For a peer of XGBoost models (its adapter's ``library``) the model
+is an ``XGBClassifier`` of as many rounds and that depth, with at most as many classes as the
+adapter takes (``max_classes``). The forest is imported with the votes the peer explains
 (:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`): for ``predict``'s soft vote the
 rows closest to a tie are those whose two best exact sums are closest, and the world one vote
 from a tie is the world of the pool with the smallest gap that is no tie. The peer is given raw values: a data row's own, or for a world a
@@ -95,9 +97,10 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
+from rfcircuits.boosted_import import forest_from_xgboost, library_of
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_model,
-                                                 adapter_votes, protocol_error)
+from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
+                                                 adapter_model, adapter_votes, protocol_error)
 from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
 from rfcircuits.crosscheck.peers import PeerData
@@ -149,6 +152,7 @@ class PeerCase:
     rows: np.ndarray
     model: Any
     votes: str = "hard"
+    library: str = "sklearn"
 
 
 @dataclass(frozen=True)
@@ -162,12 +166,14 @@ class Shape:
     picks: tuple[int, ...]
 
 
-def make_case(seed: int, k: int, votes: str = "hard") -> PeerCase:
-    """Case ``k`` of a run with ``seed`` for a peer that explains ``votes`` (module
-    docstring). Its cost is training the forest and, for the edge worlds, the votes of up to
-    :data:`WORLD_POOL` worlds."""
+def make_case(seed: int, k: int, votes: str = "hard", library: str = "sklearn",
+              max_classes: int | None = None) -> PeerCase:
+    """Case ``k`` of a run with ``seed`` for a peer that explains ``votes`` of models of
+    ``library`` with at most ``max_classes`` classes (module docstring). Its cost is training
+    the forest and, for the edge worlds, the votes of up to :data:`WORLD_POOL` worlds."""
     rng = random.Random(f"{seed}/{k}/peer")
     n_features, n_classes, n_rows = rng.randint(2, 5), rng.randint(2, 4), rng.randint(20, 80)
+    n_classes = min(n_classes, max_classes or n_classes)
     columns = []
     for _ in range(n_features):
         if rng.random() < 0.4:  # a few distinct values: every tree splits between the same ones
@@ -179,7 +185,7 @@ def make_case(seed: int, k: int, votes: str = "hard") -> PeerCase:
     y = _labels(rng, X, n_classes)
     params = {"n_estimators": rng.randint(1, 7), "max_depth": rng.randint(1, 4),
               "random_state": rng.randrange(2 ** 31)}
-    model = _train(X, y, params)
+    model = _train(X, y, params, library)
     forest = _import(model, range(n_features), n_classes, votes)
     first: dict[Instance, int] = {}  # the first data row of each instance
     for i, x in enumerate(instances_from_values(forest, X)):
@@ -197,7 +203,7 @@ def make_case(seed: int, k: int, votes: str = "hard") -> PeerCase:
     rows = np.array([X[first[x]] if x in first else world_values(forest, x) for x in chosen])
     if instances_from_values(forest, rows) != chosen:
         raise AssertionError(f"case {seed}/{k}: raw values that miss their states")
-    return PeerCase(seed, k, X, y, params, rows, model, votes)
+    return PeerCase(seed, k, X, y, params, rows, model, votes, library)
 
 
 def _labels(rng: random.Random, X: np.ndarray, n_classes: int) -> np.ndarray:
@@ -216,15 +222,21 @@ def _labels(rng: random.Random, X: np.ndarray, n_classes: int) -> np.ndarray:
     return np.array(y)
 
 
-def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int]) -> Any:
+def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int], library: str) -> Any:
+    if library == "xgboost":
+        from xgboost import XGBClassifier
+
+        return XGBClassifier(**params, n_jobs=1).fit(X, y)
     from sklearn.ensemble import RandomForestClassifier
 
     return RandomForestClassifier(**params).fit(X, y)
 
 
 def _import(model: Any, columns: Sequence[int], n_classes: int, votes: str) -> Forest:
-    return forest_from_sklearn(model, [f"x{c}" for c in columns],
-                               [f"c{c}" for c in range(n_classes)], votes=votes)
+    names, classes = [f"x{c}" for c in columns], [f"c{c}" for c in range(n_classes)]
+    if library_of(model) is not None:
+        return forest_from_xgboost(model, names, classes)
+    return forest_from_sklearn(model, names, classes, votes=votes)
 
 
 def build(case: Case, shape: Shape, timeout: float) -> Task:
@@ -235,7 +247,7 @@ def build(case: Case, shape: Shape, timeout: float) -> Task:
     n_classes = int(case.y.max()) + 1
     columns = list(shape.columns)
     model = case.model if len(columns) == case.X.shape[1] else \
-        _train(case.X[:, columns], case.y, case.params)
+        _train(case.X[:, columns], case.y, case.params, case.library)
     if shape.trees is not None:
         model = _with_trees(model, shape.trees)
     forest = _import(model, columns, n_classes, case.votes)
@@ -263,7 +275,8 @@ def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
     ``seed`` and ``case``, or read again from the user's files, cut as ``peer.case`` says):
     run the peer on it again."""
     kept = doc["peer"]["case"]
-    trees, votes = kept["trees"], kept.get("votes", "hard")
+    trees, votes, library = kept["trees"], kept.get("votes", "hard"), \
+        kept.get("library", "sklearn")
     if "source" in kept:
         rows = np.array(kept["rows"], dtype=np.float64)
         case: Case = UserCase(doc["seed"], doc["case"],
@@ -271,7 +284,7 @@ def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
                               rows, [RowOrigin(*o) for o in kept["origins"]])
         picks = tuple(range(len(rows)))
     else:
-        case = make_case(doc["seed"], doc["case"], votes)
+        case = make_case(doc["seed"], doc["case"], votes, library, kept.get("max_classes"))
         picks = tuple(kept["picks"])
     shape = Shape(tuple(kept["columns"]), None if trees is None else tuple(trees), picks)
     return build(case, shape, timeout)
@@ -599,6 +612,9 @@ def save(out_dir: str, adapter: Any, case: Case, shape: Shape, run: Run,
                            "trees": None if shape.trees is None else list(shape.trees),
                            "picks": list(shape.picks), "rows": task.rows.tolist(),
                            "votes": task.forest.voting}
+    if isinstance(case, PeerCase) and case.library != "sklearn":
+        doc["peer"]["case"].update(library=case.library,
+                                   max_classes=getattr(adapter, "max_classes", None))
     if isinstance(case, UserCase):
         doc["peer"]["case"].update(source=source_json(case.source.data),
                                    origins=[[o.index, o.where] for o in task.origins])
@@ -691,7 +707,8 @@ def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: fl
     try:
         k = 0
         while time.monotonic() - start < seconds and (cases is None or k < cases):
-            case: Case = make_case(seed, k, votes) if source is None else \
+            case: Case = make_case(seed, k, votes, adapter_library(adapter),
+                                   getattr(adapter, "max_classes", None)) if source is None else \
                 make_user_case(source, seed, k)
             started = time.monotonic()
             run = run_case(adapter, version, case, full_shape(case), timeout)

@@ -766,6 +766,8 @@ class PromiseGrader:
                 finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
         elif promise == VALIDITY[name] and name in ("necessary_reasons", "contrastive"):
             finding.confirmed = self._confirm_stuck(x, term, target)
+            if not term:  # freeing nothing: the instance is the one world, shown with its votes
+                finding.evidence_world = x
             if finding.confirmed is None:
                 check = self.second.check_nr(x, term)["necessary"] if target is None \
                     else self.second.reaches(x, target, term)

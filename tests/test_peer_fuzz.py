@@ -206,10 +206,10 @@ def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monk
 def test_a_signal_keeps_the_finished_cases_and_stops_the_peer(tmp_path, monkeypatch, capsys):
     made = pf.make_case
 
-    def interrupted_at_3(seed, k, votes):
+    def interrupted_at_3(seed, k, *kinds):
         if k == 3:
             raise KeyboardInterrupt
-        return made(seed, k, votes)
+        return made(seed, k, *kinds)
 
     monkeypatch.setattr(pf, "make_case", interrupted_at_3)
     out = tmp_path / "out"

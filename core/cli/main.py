@@ -216,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           "promises")
             p.add_argument("--adapter", action="append", required=True, metavar="NAME",
                            help="an adapter: pyxai, pyxai-minimal, pyxai-majoritary, "
-                                "pyxai-minimal-majoritary, pyxai-contrastive, anchors, rfxpl, "
+                                "pyxai-minimal-majoritary, pyxai-contrastive, pyxai-bt, "
+                                "pyxai-bt-direct, pyxai-bt-contrastive, anchors, rfxpl, "
                                 "rfxpl-maxsat, solbert, command, or module:Class; repeat or "
                                 "give a comma list")
             p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
