@@ -13,7 +13,12 @@ most likely gets wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
 (:func:`~rfcircuits.crosscheck.strategies.pick_by_margin`), a world with tied votes and a world
 decided for each class when those rows have none
 (:func:`~rfcircuits.crosscheck.strategies.with_edge_worlds`), a world one vote from a tie and
-a world that is no data row. The peer is given raw values: a data row's own, or for a world a
+a world that is no data row. For a peer of XGBoost models (its adapter's ``library``) the model
+is an ``XGBClassifier`` of as many rounds and that depth, with at most as many classes as the
+adapter takes (``max_classes``). The forest is imported with the votes the peer explains
+(:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`): for ``predict``'s soft vote the
+rows closest to a tie are those whose two best exact sums are closest, and the world one vote
+from a tie is the world of the pool with the smallest gap that is no tie. The peer is given raw values: a data row's own, or for a world a
 value inside each of its states (:func:`state_value`), each checked to fall back into its
 state as scikit-learn reads it (float32).
 
@@ -80,6 +85,7 @@ import threading
 import time
 import traceback
 from collections import Counter
+from fractions import Fraction
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -91,8 +97,10 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
+from rfcircuits.boosted_import import forest_from_xgboost, library_of
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import Answer, RowOrigin, Task, protocol_error
+from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
+                                                 adapter_model, adapter_votes, protocol_error)
 from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
 from rfcircuits.crosscheck.peers import PeerData
@@ -120,6 +128,10 @@ STOP_GRACE = 5.0
 FAILING = tuple(PROMISE_FAILING)
 #: Worlds near a data row a case on the user's forest looks at for the one nearest a tie.
 NEIGHBOURS = 32
+#: Soft votes: a gap between the two best sums at most this part of the weight at the row is
+#: a close tie (the summary counts them): RFxpl's rounding of a forest's probabilities to
+#: three decimals moves a gap by up to a thousandth per tree.
+CLOSE = Fraction(1, 1000)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,6 +151,8 @@ class PeerCase:
     params: dict[str, int]
     rows: np.ndarray
     model: Any
+    votes: str = "hard"
+    library: str = "sklearn"
 
 
 @dataclass(frozen=True)
@@ -152,11 +166,14 @@ class Shape:
     picks: tuple[int, ...]
 
 
-def make_case(seed: int, k: int) -> PeerCase:
-    """Case ``k`` of a run with ``seed`` (module docstring). Its cost is training the forest
-    and, for the edge worlds, the votes of up to :data:`WORLD_POOL` worlds."""
+def make_case(seed: int, k: int, votes: str = "hard", library: str = "sklearn",
+              max_classes: int | None = None) -> PeerCase:
+    """Case ``k`` of a run with ``seed`` for a peer that explains ``votes`` of models of
+    ``library`` with at most ``max_classes`` classes (module docstring). Its cost is training
+    the forest and, for the edge worlds, the votes of up to :data:`WORLD_POOL` worlds."""
     rng = random.Random(f"{seed}/{k}/peer")
     n_features, n_classes, n_rows = rng.randint(2, 5), rng.randint(2, 4), rng.randint(20, 80)
+    n_classes = min(n_classes, max_classes or n_classes)
     columns = []
     for _ in range(n_features):
         if rng.random() < 0.4:  # a few distinct values: every tree splits between the same ones
@@ -168,8 +185,8 @@ def make_case(seed: int, k: int) -> PeerCase:
     y = _labels(rng, X, n_classes)
     params = {"n_estimators": rng.randint(1, 7), "max_depth": rng.randint(1, 4),
               "random_state": rng.randrange(2 ** 31)}
-    model = _train(X, y, params)
-    forest = _import(model, range(n_features), n_classes)
+    model = _train(X, y, params, library)
+    forest = _import(model, range(n_features), n_classes, votes)
     first: dict[Instance, int] = {}  # the first data row of each instance
     for i, x in enumerate(instances_from_values(forest, X)):
         first.setdefault(x, i)
@@ -179,13 +196,14 @@ def make_case(seed: int, k: int) -> PeerCase:
         [random_instance(rng, forest) for _ in range(WORLD_POOL)]
     rng.shuffle(pool)
     chosen = with_edge_worlds(forest, chosen, rng, pool)
-    for want in (lambda w: margin(forest, w) == 1, lambda w: w not in first):
+    gap = 1 if votes == "hard" else min((m for w in pool if (m := margin(forest, w))), default=0)
+    for want in (lambda w: margin(forest, w) == gap, lambda w: w not in first):
         if not any(want(x) for x in chosen):
             chosen.extend(itertools.islice((w for w in pool if want(w)), 1))
     rows = np.array([X[first[x]] if x in first else world_values(forest, x) for x in chosen])
     if instances_from_values(forest, rows) != chosen:
         raise AssertionError(f"case {seed}/{k}: raw values that miss their states")
-    return PeerCase(seed, k, X, y, params, rows, model)
+    return PeerCase(seed, k, X, y, params, rows, model, votes, library)
 
 
 def _labels(rng: random.Random, X: np.ndarray, n_classes: int) -> np.ndarray:
@@ -204,15 +222,21 @@ def _labels(rng: random.Random, X: np.ndarray, n_classes: int) -> np.ndarray:
     return np.array(y)
 
 
-def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int]) -> Any:
+def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int], library: str) -> Any:
+    if library == "xgboost":
+        from xgboost import XGBClassifier
+
+        return XGBClassifier(**params, n_jobs=1).fit(X, y)
     from sklearn.ensemble import RandomForestClassifier
 
     return RandomForestClassifier(**params).fit(X, y)
 
 
-def _import(model: Any, columns: Sequence[int], n_classes: int) -> Forest:
-    return forest_from_sklearn(model, [f"x{c}" for c in columns],
-                               [f"c{c}" for c in range(n_classes)], votes="hard")
+def _import(model: Any, columns: Sequence[int], n_classes: int, votes: str) -> Forest:
+    names, classes = [f"x{c}" for c in columns], [f"c{c}" for c in range(n_classes)]
+    if library_of(model) is not None:
+        return forest_from_xgboost(model, names, classes)
+    return forest_from_sklearn(model, names, classes, votes=votes)
 
 
 def build(case: Case, shape: Shape, timeout: float) -> Task:
@@ -223,10 +247,10 @@ def build(case: Case, shape: Shape, timeout: float) -> Task:
     n_classes = int(case.y.max()) + 1
     columns = list(shape.columns)
     model = case.model if len(columns) == case.X.shape[1] else \
-        _train(case.X[:, columns], case.y, case.params)
+        _train(case.X[:, columns], case.y, case.params, case.library)
     if shape.trees is not None:
         model = _with_trees(model, shape.trees)
-    forest = _import(model, columns, n_classes)
+    forest = _import(model, columns, n_classes, case.votes)
     rows = case.rows[np.ix_(list(shape.picks), columns)]
     return Task(forest, model, case.X[:, columns], case.y, rows,
                 instances_from_values(forest, rows), seed=case.params["random_state"],
@@ -251,14 +275,17 @@ def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
     ``seed`` and ``case``, or read again from the user's files, cut as ``peer.case`` says):
     run the peer on it again."""
     kept = doc["peer"]["case"]
-    trees = kept["trees"]
+    trees, votes, library = kept["trees"], kept.get("votes", "hard"), \
+        kept.get("library", "sklearn")
     if "source" in kept:
         rows = np.array(kept["rows"], dtype=np.float64)
-        case: Case = UserCase(doc["seed"], doc["case"], UserSource(source_data(kept["source"])),
+        case: Case = UserCase(doc["seed"], doc["case"],
+                              UserSource(source_data(kept["source"]).for_votes(votes)),
                               rows, [RowOrigin(*o) for o in kept["origins"]])
         picks = tuple(range(len(rows)))
     else:
-        case, picks = make_case(doc["seed"], doc["case"]), tuple(kept["picks"])
+        case = make_case(doc["seed"], doc["case"], votes, library, kept.get("max_classes"))
+        picks = tuple(kept["picks"])
     shape = Shape(tuple(kept["columns"]), None if trees is None else tuple(trees), picks)
     return build(case, shape, timeout)
 
@@ -519,7 +546,8 @@ def run_case(adapter: Any, version: str, case: Case, shape: Shape, timeout: floa
     task = build(case, shape, timeout)
     answers = guarded_answers(adapter, task)
     report = grade_answers(task.forest, task.instances, answers, adapter.name, version,
-                           adapter.ties, adapter.promises, task=task)
+                           adapter.ties, adapter.promises, task=task,
+                           peer_model=adapter_model(adapter, task))
     return task, answers, report
 
 
@@ -582,7 +610,11 @@ def save(out_dir: str, adapter: Any, case: Case, shape: Shape, run: Run,
                             "features": len(original.forest.features)})
     doc["peer"]["case"] = {"columns": list(shape.columns),
                            "trees": None if shape.trees is None else list(shape.trees),
-                           "picks": list(shape.picks), "rows": task.rows.tolist()}
+                           "picks": list(shape.picks), "rows": task.rows.tolist(),
+                           "votes": task.forest.voting}
+    if isinstance(case, PeerCase) and case.library != "sklearn":
+        doc["peer"]["case"].update(library=case.library,
+                                   max_classes=getattr(adapter, "max_classes", None))
     if isinstance(case, UserCase):
         doc["peer"]["case"].update(source=source_json(case.source.data),
                                    origins=[[o.index, o.where] for o in task.origins])
@@ -600,10 +632,12 @@ def save(out_dir: str, adapter: Any, case: Case, shape: Shape, run: Run,
 class PeerSummary:
     """What a ``fuzz --adapter`` run did: ``cases``, ``checks`` (the peer's items graded),
     ``failures`` (repro paths), ``rows`` explained, of them ``ties`` (``exact``, ``margin_1``:
-    one vote from a tie) and per decided class (``classes``), ``findings`` by kind (broken,
-    missing, disputed; ``errors`` and ``timeouts``: rows) and the ``differences`` of
-    definition counted (not errors); ``unreachable``: findings that rest only on states no
-    float32 input reaches (not failures). ``source`` names the user's forest (None: random
+    one vote from a tie; ``close``: soft votes whose two best sums differ by at most
+    :data:`CLOSE` of the weight at the row, :func:`close_tie`) and per decided class
+    (``classes``), ``findings`` by kind (broken, missing, disputed; ``errors`` and
+    ``timeouts``: rows) and the ``differences`` of definition counted (not errors);
+    ``unreachable``: findings that rest only on states no float32 input reaches,
+    ``definition``: findings that rest on the peer's model of the forest (neither fails). ``source`` names the user's forest (None: random
     forests)."""
 
     peer: dict[str, str]
@@ -614,10 +648,11 @@ class PeerSummary:
     seconds: float = 0.0
     interrupted: bool = False
     rows: int = 0
-    ties: dict[str, int] = field(default_factory=lambda: {"exact": 0, "margin_1": 0})
+    ties: dict[str, int] = field(default_factory=lambda: {"exact": 0, "margin_1": 0,
+                                                          "close": 0})
     classes: dict[str, int] = field(default_factory=dict)
     findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        (*FAILING, "unreachable", "errors", "timeouts"), 0))
+        (*FAILING, "unreachable", "definition", "errors", "timeouts"), 0))
     differences: dict[str, int] = field(default_factory=dict)
 
     def count(self, task: Task, report: PeerReport) -> None:
@@ -627,7 +662,10 @@ class PeerSummary:
         for x in task.instances:
             m = margin(forest, x)
             self.ties["exact"] += m == 0
-            self.ties["margin_1"] += m == 1
+            if forest.voting == "hard":
+                self.ties["margin_1"] += m == 1
+            else:
+                self.ties["close"] += m > 0 and close_tie(forest, x)
             c = forest.classes[forest.decision(x)]
             self.classes[c] = self.classes.get(c, 0) + 1
         for tally in report.fields.values():
@@ -641,6 +679,16 @@ class PeerSummary:
             self.findings["timeouts" if failure["status"] == "timeout" else "errors"] += 1
 
 
+def close_tie(forest: Forest, x: Instance) -> bool:
+    """Soft votes: whether the two best exact sums at ``x`` differ by at most :data:`CLOSE`
+    of the weight the leaves reached carry (the sum of their absolute weights over every
+    class: the number of trees for a forest of probabilities). Time O(trees × classes)."""
+    weight = sum(abs(w) for w in forest.int_init) + sum(
+        abs(w) for tree, weights in zip(forest.trees, forest.int_weights)
+        for w in weights[tree.leaf(x)] or ())
+    return margin(forest, x) * CLOSE.denominator <= weight * CLOSE.numerator
+
+
 def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: float = 60.0,
               progress: bool = True, cases: int | None = None,
               data: PeerData | None = None) -> PeerSummary:
@@ -652,13 +700,15 @@ def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: fl
     output_dir(out_dir)
     summary = PeerSummary({"name": adapter.name, "version": version},
                           None if data is None else data.title)
-    source = None if data is None else UserSource(data)
+    votes = adapter_votes(adapter)
+    source = None if data is None else UserSource(data.for_votes(votes))
     start = time.monotonic()
     bar = Progress(f"fuzz {adapter.name}", enabled=progress)
     try:
         k = 0
         while time.monotonic() - start < seconds and (cases is None or k < cases):
-            case: Case = make_case(seed, k) if source is None else \
+            case: Case = make_case(seed, k, votes, adapter_library(adapter),
+                                   getattr(adapter, "max_classes", None)) if source is None else \
                 make_user_case(source, seed, k)
             started = time.monotonic()
             run = run_case(adapter, version, case, full_shape(case), timeout)
@@ -719,7 +769,9 @@ def summary_text(summary: PeerSummary) -> str:
         f"fuzz --adapter {s.peer['name']} ({s.peer['version']})"
         + (f" on {s.source}" if s.source else "") + f": {counted(s.cases, 'case')} "
         f"({rate:.2f}/s), {counted(s.rows, 'row')} ({counted(s.ties['exact'], 'exact tie')}, "
-        f"{s.ties['margin_1']} one vote from a tie; decided " + ", ".join(
+        f"{s.ties['margin_1']} one vote from a tie"
+        + (f", {s.ties['close']} within {float(CLOSE):.1%} of the vote" if s.ties["close"]
+           else "") + "; decided " + ", ".join(
             f"{c} {n}" for c, n in sorted(s.classes.items())) + f"), "
         f"{counted(s.checks, 'item')} graded in {s.seconds:.0f} s"
         + (" (interrupted)" if s.interrupted else ""),
@@ -728,6 +780,9 @@ def summary_text(summary: PeerSummary) -> str:
         f"{counted(f['disputed'], *PROMISE_FAILING['disputed'])}"
         + (f", {counted(f['unreachable'], 'finding')} resting only on states no float32 input "
            "reaches (not broken promises)" if f["unreachable"] else "")
+        + (f", {counted(f['definition'], 'finding')} resting on the peer's model of the forest "
+           "(differences of definition shown by a world, not broken promises)"
+           if f["definition"] else "")
         + f"; the peer failed on {counted(f['errors'], 'row')} and timed out on "
         f"{f['timeouts']}"]
     if s.differences:

@@ -4,8 +4,8 @@ author of another explainer.
 
 Each finding of a :class:`~rfcircuits.crosscheck.promises.PeerReport` (a broken promise, an
 item missing from an answer promised complete, a dispute between our engine and the SAT
-oracle, one of these resting only on states no float32 input reaches) becomes one
-disagreement, and so does each failure of the peer (an error, a timeout, output we cannot
+oracle, one of these resting only on states no float32 input reaches or on the peer's model of
+the forest) becomes one disagreement, and so does each failure of the peer (an error, a timeout, output we cannot
 read).
 """
 
@@ -26,19 +26,21 @@ def finding_disagreement(forest: Forest, peer: str, finding: Finding) -> Disagre
     """One finding as a disagreement: ``check`` the field, ``engines`` the peer and ``sat``
     (``native`` and ``sat`` for a dispute, a bug of ours), ``ours`` the peer's item (None for
     an item it lacks), ``theirs`` the verdict that failed (with the row's ``data_row`` and
-    ``where``, and for a finding that rests on unreachable states its ``reason``),
-    ``counterexample`` the evidence (a world and its votes, or a smaller item that is still
-    valid; and the ``float64`` world of an ``unreachable`` finding)."""
+    ``where``, and for a finding that rests on unreachable states or on the peer's model its
+    ``reason``), ``counterexample`` the evidence (a world and its votes, or a smaller item that
+    is still valid; and the ``float64`` world of an ``unreachable`` finding, the
+    ``peer_model`` world of a ``definition`` one)."""
     doc = finding.to_json(forest)
     verdict = {k: doc[k] for k in ("kind", "promise", "target", "note", "data_row", "where",
                                    "reason", "to_confirm") if doc.get(k) is not None}
     if finding.kind == "missing" or finding.promise == "completeness":
         verdict["item"] = doc["item"]
-    elif finding.kind in ("broken", "unreachable"):
+    elif finding.kind in ("broken", "unreachable", "definition"):
         verdict["confirmed"] = doc["confirmed"]
     evidence = doc.get("evidence")
-    if "float64" in doc:  # the world the peer's float64 reading has and the model has not
-        evidence = {**(evidence or {}), "float64": doc["float64"]}
+    for key in ("float64", "peer_model"):  # the world that shows the finding's kind
+        if key in doc:
+            evidence = {**(evidence or {}), key: doc[key]}
     engines = ("native", "sat") if finding.kind == "disputed" else (peer, "sat")
     return Disagreement(finding.field, engines, doc["instance"],
                         None if finding.promise == "completeness" else doc["item"], verdict,

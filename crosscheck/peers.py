@@ -28,7 +28,9 @@ raw values.
 
 Each adapter named with ``--adapter`` (:mod:`rfcircuits.crosscheck.adapters.base`: built-in
 names or ``module:Class``, built with the ``--adapter-option`` pairs, :func:`adapter_options`)
-gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`; its answers are graded as
+gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`, its forest imported with
+the votes the peer explains (the hard majority, or ``predict``'s soft vote:
+:meth:`PeerData.for_votes`; ``--pick margin`` then looks for ties of those votes); its answers are graded as
 they arrive (:class:`rfcircuits.crosscheck.promises.PromiseGrader`), with progress on stderr.
 ``--out DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it
 gave them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro
@@ -51,13 +53,17 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.atomicio import atomic_open, output_dir, write_json
-from rfcircuits.datasets import Dataset, as_class_names, load_rows, train_forest
+from rfcircuits.boosted_import import (forest_from_model, forest_from_xgboost, library_of,
+                                       model_name)
+from rfcircuits.datasets import Dataset, as_class_names, load_rows, split, train_forest
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, as_forest, parse_instance
 from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
-from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values, load_model
-from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, load_adapter,
+from rfcircuits.sklearn_import import (forest_from_sklearn, instances_from_values, load_model,
+                                       soft_only)
+from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
+                                                 adapter_model, adapter_votes, load_adapter,
                                                  protocol_error)
 from rfcircuits.crosscheck.promises import PeerReport, PromiseGrader
 from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
@@ -124,6 +130,18 @@ class PeerData:
     head: dict[str, Any] = field(default_factory=dict)
     title: str = ""
 
+    def for_votes(self, votes: str) -> PeerData:
+        """The same data with the model imported with ``votes`` (``hard``: the trees'
+        majority; ``soft``: ``predict``'s decision), the votes an adapter's peer explains
+        (:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`)."""
+        if self.forest.voting == votes:
+            return self
+        if library_of(self.model) is not None:  # a boosted model's scores: no majority vote
+            raise soft_only(model_name(self.model))
+        forest = forest_from_sklearn(self.model, [f.name for f in self.forest.features],
+                                     list(self.forest.classes), votes=votes)
+        return dataclasses.replace(self, forest=forest)
+
     def task(self, k: int | None, pick: str, seed: int, timeout: float) -> Task:
         """The task of ``k`` rows (None: all) chosen by ``pick`` (:func:`pick_rows`)."""
         if k is not None and k < 1:
@@ -136,16 +154,28 @@ class PeerData:
                     [self.origins[i] for i in chosen])
 
 
-def from_dataset(name: str, trees: int, depth: int, seed: int) -> PeerData:
-    """A forest trained on a dataset bundled with scikit-learn, its rows the dataset's."""
+def from_dataset(name: str, trees: int, depth: int, seed: int,
+                 library: str = "sklearn") -> PeerData:
+    """A forest trained on a dataset bundled with scikit-learn, its rows the dataset's: a
+    ``RandomForestClassifier``, or for peers of XGBoost models (``library``) an
+    ``XGBClassifier`` of ``trees`` rounds of depth ``depth``, on the same split."""
     data = load_dataset(name)
-    trained = train_forest(data, trees, depth, seed)
     loader = "load_" + name.replace("-", "_")
+    origins = [RowOrigin(i, f"sklearn.datasets.{loader}().data[{i}]")
+               for i in range(len(data.X))]
+    head = {"dataset": name, "trees": trees, "depth": depth}
+    if library == "xgboost":
+        from xgboost import XGBClassifier
+
+        X_train, _, y_train, _, _ = split(data, seed)
+        model = XGBClassifier(n_estimators=trees, max_depth=depth, random_state=seed,
+                              n_jobs=1).fit(X_train, y_train)
+        forest = forest_from_xgboost(model, data.feature_names, data.classes)
+        return PeerData(forest, model, X_train, y_train, data.X, origins, head,
+                        f"{name}, XGBoost, {trees} rounds of depth {depth}")
+    trained = train_forest(data, trees, depth, seed)
     return PeerData(trained.forest, trained.model, trained.X_train, trained.y_train, data.X,
-                    [RowOrigin(i, f"sklearn.datasets.{loader}().data[{i}]")
-                     for i in range(len(data.X))],
-                    {"dataset": name, "trees": trees, "depth": depth},
-                    f"{name}, {trees} trees, depth {depth}")
+                    origins, head, f"{name}, {trees} trees, depth {depth}")
 
 
 def make_task(dataset: str, trees: int, depth: int, seed: int, k: int, pick: str,
@@ -160,7 +190,8 @@ def from_model(model: Any, X: Any, origins: Sequence[RowOrigin] | None = None,
     features, in order); ``labels`` (class names, as :func:`~rfcircuits.datasets.
     as_class_names` reads them) are ``y_train`` when every one is a class of the model, else
     the model's predictions are."""
-    forest = forest_from_sklearn(model, votes="hard")  # the majority vote the peers explain
+    # the majority vote the first peers explained (for_votes gives soft); boosted: soft only
+    forest = forest_from_model(model, votes=None if library_of(model) else "hard")
     X = _matrix(X, forest)
     origins = list(origins or (RowOrigin(i, f"rows[{i}]") for i in range(len(X))))
     instances_from_values(forest, X, lambda i, j: f"{origins[i].where}, column "
@@ -201,8 +232,12 @@ def from_forest(forest: Forest, rows: Sequence[tuple[str, Mapping[str, Any]]],
                                  " but not as scikit-learn reads it (float32), and the peers "
                                  "are given a scikit-learn model: give a value that float32 "
                                  "places alike")
-    decisions = np.array([ours.decision(x) for x in instances_from_values(ours, X)])
-    if not np.array_equal(model.predict(X), decisions):  # our bug: the model is the forest
+    instances = instances_from_values(ours, X)
+    decisions = np.array([ours.decision(x) for x in instances])
+    # the model is the forest (our bug otherwise), but for float64 sums at a near tie
+    apart = (model.predict(X) != decisions) & ~np.array([ours.near_tie(x) for x in instances],
+                                                         dtype=bool)
+    if apart.any():
         raise AssertionError(f"the scikit-learn model of {source} does not decide as it does")
     origins = [RowOrigin(i, where) for i, (where, _) in enumerate(rows)]
     return PeerData(ours, model, X, decisions, X, origins, title=source)
@@ -212,7 +247,7 @@ def load_model_data(model: Any, data: str, target: str | None = None) -> PeerDat
     """``--model M --data D [--target COL]`` (module docstring); ``model`` is a path or a
     fitted model."""
     fitted = load_model(model) if isinstance(model, (str, os.PathLike)) else model
-    forest = forest_from_sklearn(fitted, votes="hard")  # the majority vote the peers explain
+    forest = forest_from_model(fitted, votes=None if library_of(fitted) else "hard")
     names = getattr(fitted, "feature_names_in_", None)
     rows = load_rows(data, None if names is None else [str(n) for n in names],
                      len(forest.features), target)
@@ -257,9 +292,10 @@ def _matrix(X: Any, forest: Forest) -> np.ndarray:
     return X
 
 
-def peer_data(args: argparse.Namespace) -> PeerData:
+def peer_data(args: argparse.Namespace, library: str = "sklearn") -> PeerData:
     """The forest and rows the command line names (module docstring): one route of
-    :data:`ROUTES`, with the options it takes (``fuzz --adapter`` has no ``--dataset``)."""
+    :data:`ROUTES`, with the options it takes (``fuzz --adapter`` has no ``--dataset``);
+    ``--dataset`` trains a model of ``library``."""
     def option(name: str) -> Any:
         """The value of the option spelt ``name`` (None when not given or not taken)."""
         return getattr(args, name.lstrip("-").replace("-", "_"), None)
@@ -287,7 +323,7 @@ def peer_data(args: argparse.Namespace) -> PeerData:
         for name, value in (("trees", trees), ("depth", depth)):
             if value < 1:
                 raise InputError(f"--{name} must be at least 1")
-        return from_dataset(args.dataset, trees, depth, args.seed)
+        return from_dataset(args.dataset, trees, depth, args.seed, library)
     if route == "model":
         return load_model_data(args.model, args.data, args.target)
     return load_forest_data(args.forest, args.instances, args.target)
@@ -326,7 +362,8 @@ def run_peer(adapter: Any, task: Task, progress: Progress | None = None,
     """The adapter's answers on ``task``, graded as they arrive; each answer is appended to
     ``answers_out`` when given. A KeyboardInterrupt stops the peer and keeps what is graded."""
     with PromiseGrader(task.forest, adapter.name, adapter.version(), adapter.ties,
-                       adapter.promises, task=task) as grader:
+                       adapter.promises, task=task,
+                       peer_model=adapter_model(adapter, task)) as grader:
         if progress is not None:
             progress.stage(f"{adapter.name}: rows explained and graded", len(task.rows))
         seen: set[int] = set()
@@ -392,7 +429,7 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
     if len(routes) != 1:
         raise InputError("grade_peer: give one of model=, forest= or dataset=")
     if dataset is not None:
-        data = from_dataset(dataset, trees, depth, seed)
+        data = from_dataset(dataset, trees, depth, seed, adapter_library(peer))
         count = DEFAULT_ROWS if count is None else count
     elif rows is None:
         raise InputError(f"grade_peer: {routes[0]}= needs rows=")
@@ -406,7 +443,7 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
         ours = as_forest(forest)
         records = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
         data = from_forest(ours, [(f"rows[{i}]", r) for i, r in enumerate(records)])
-    return run_peer(peer, data.task(count, pick, seed, timeout))
+    return run_peer(peer, data.for_votes(adapter_votes(peer)).task(count, pick, seed, timeout))
 
 
 def write_outputs(out: str, name: str, report: PeerReport, task: Task,
@@ -437,12 +474,16 @@ def run_verify_peer(args: argparse.Namespace) -> int:
     versions = [a.version() for a in adapters]  # unavailable peers stop the run before training
     if args.out:
         output_dir(args.out)
-    data = peer_data(args)
-    task = data.task(rows_wanted(args), args.pick, args.seed, args.timeout)
+    kinds = {(adapter_library(a), adapter_votes(a)) for a in adapters}
+    datas = {library: peer_data(args, library) for library in sorted({k[0] for k in kinds})}
+    tasks = {(library, votes): datas[library].for_votes(votes).task(
+        rows_wanted(args), args.pick, args.seed, args.timeout) for library, votes in kinds}
+    data = next(iter(datas.values()))  # the routes' options and files are the same
     reports: dict[str, PeerReport] = {}
     interrupted = False
     with Progress("training", enabled=not args.no_progress) as progress:
         for name, adapter in zip(names, adapters):
+            task = tasks[adapter_library(adapter), adapter_votes(adapter)]
             answers: list[Answer] = []
             try:
                 reports[name] = run_peer(adapter, task, progress, answers)
@@ -452,13 +493,15 @@ def run_verify_peer(args: argparse.Namespace) -> int:
             finally:
                 if args.out and name in reports:
                     write_outputs(args.out, name, reports[name], task, answers)
-    head = {**data.head, "seed": args.seed, "pick": args.pick, "rows": len(task.rows),
+    rows = len(next(iter(tasks.values())).rows)
+    head = {**data.head, "seed": args.seed, "pick": args.pick, "rows": rows,
             "timeout": args.timeout}
     if args.json:
         print(json.dumps({**head, "peers": {n: r.to_json() for n, r in reports.items()}},
                          ensure_ascii=False))
     else:
-        print(f"verify-peer: {data.title}, seed {args.seed}, {len(task.rows)} rows "
+        print(f"verify-peer: {'; '.join(d.title for d in datas.values())}, seed {args.seed}, "
+              f"{rows} rows "
               f"{'closest to a vote tie' if args.pick == 'margin' else 'drawn at random'}; "
               + ", ".join(f"{a.name} {v}" for a, v in zip(adapters, versions)))
         for report in reports.values():

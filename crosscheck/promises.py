@@ -22,6 +22,12 @@ sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.P
   at thresholds that no float32 value separates, which scikit-learn's trees never see
   (:mod:`rfcircuits.crosscheck.unreachable`, for forests imported from the task's model): its
   reason and the world that shows it, counted apart, not broken promises;
+- **differences of definition shown by a world** (``definition``): a broken promise or a
+  missing item that holds for the peer's own model of the forest — RFxpl's weighted-vote
+  mode sums leaf probabilities rounded to three decimals and asks for a strict win — when
+  the adapter declares that model (:mod:`rfcircuits.crosscheck.peer_model`): a world where
+  the exact sums and the peer's sums decide apart, confirmed by both forests' trees, counted
+  apart, not broken promises;
 - **differences of definition**: verdicts of our definitions the peer never promised, counted
   per kind (:data:`DIFFERENCES`), each item once per kind, never called wrong;
 - **claims that fail**: validity of a ``heuristic`` peer's items (Anchors' rules), counted: how
@@ -55,9 +61,11 @@ from itertools import product
 from typing import Any
 
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
+from rfcircuits.forest import (Forest, Instance, classes_from_votes, instance_to_json,
+                               mask_states)
 from rfcircuits.terms import Term, term_json, term_text
 from rfcircuits.crosscheck.adapters.base import Answer, Promise, RowOrigin, Task
+from rfcircuits.crosscheck.peer_model import ModelView, ModelWitness, PeerModel
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.unreachable import INSTANCE_FIELDS, Float64View, Witness
 from rfcircuits.crosscheck.verify import (HEADER_FIELDS, TERM_FIELDS, ItemResult, Verifier,
@@ -93,6 +101,9 @@ DIFFERENCES = {
     "shortest": "not a shortest flip",
     "ties": "minimal only under strict-majority ties",
 }
+#: The promise of a ``definition`` finding on a row the peer did not answer because its model
+#: of the forest gives the instance no class it explains.
+UNANSWERED = "an answer"
 #: Most worlds :func:`confirm` enumerates to confirm a broken promise.
 CONFIRM_WORLDS = 1 << 20
 #: The cardinality encoding of the SAT oracle that confirms a smaller valid item beyond
@@ -184,7 +195,9 @@ def confirm(forest: Forest, ties: str, x: Instance, kind: str, term: Term,
 class Finding:
     """One item of a peer's answer whose verdicts we report: a broken promise, a missing
     item, a dispute, or one of these that rests only on states no float32 input reaches
-    (``unreachable``, with the ``witness`` world of :mod:`rfcircuits.crosscheck.unreachable`).
+    (``unreachable``, with the ``witness`` world of :mod:`rfcircuits.crosscheck.unreachable`)
+    or on the peer's model of the forest (``definition``, with the ``model_witness`` world of
+    :mod:`rfcircuits.crosscheck.peer_model`).
     ``row`` is the row's position among the rows explained (from 1), ``data_row`` its index
     among the data's rows (from 0; None for a world that is no data row), ``where`` how to
     find it and ``values`` the raw values the peer was given. ``evidence`` is a world (the item
@@ -209,6 +222,8 @@ class Finding:
     values: dict[str, float] | None = None
     witness: Witness | None = None
     unconfirmed: str = ""
+    model_witness: ModelWitness | None = None
+    peer_ties: str = "first"
 
     def to_json(self, forest: Forest) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "row": self.row, "data_row": self.data_row,
@@ -233,6 +248,9 @@ class Finding:
         if self.witness is not None:
             out["reason"] = self.witness.reason()
             out["float64"] = self.witness.to_json()
+        if self.model_witness is not None:
+            out["reason"] = self.model_witness.reason
+            out["peer_model"] = self.model_witness.to_json(forest)
         if self.note:
             out["note"] = self.note
         return out
@@ -248,24 +266,30 @@ class Finding:
         item = term_text(forest, self.item, " ∧ " if self.field in TERM_FIELDS else " ∨ ") \
             if isinstance(self.item, tuple) else json.dumps(self.item)
         target = f" (target {forest.classes[self.target]})" if self.target is not None else ""
-        fails = "fails on float32 inputs, holds only through states no float32 input " \
-            "reaches" if self.kind == "unreachable" else "fails"
+        fails = {"unreachable": "fails on float32 inputs, holds only through states no "
+                                "float32 input reaches",
+                 "definition": "fails for the exact sums, holds for the peer's model of the "
+                               "forest"}.get(self.kind, "fails")
         lines = [f"  {self.place()}: {self.field}{target} {item} — {self.promise} {fails}"
                  + (f" ({self.note})" if self.note else "")]
+        if self.promise == UNANSWERED:
+            lines = [f"  {self.place()}: no answer, as the peer's model of the forest gives the "
+                     "instance no class it explains"]  # the note's sums: in the witness below
         if self.values is not None:
             lines.append("    values: " + ", ".join(f"{k} {v!r}" for k, v in
                                                     self.values.items()))
         if self.evidence_world is not None:
             world = ", ".join(f"{k}: {v}" for k, v in
                               instance_to_json(forest, self.evidence_world).items())
-            votes = ", ".join(f"{c} {v}" for c, v in
-                              zip(forest.classes,
-                                  forest.readable_votes(forest.votes(self.evidence_world))))
-            lines.append(f"    world {{{world}}} → votes {votes}")
+            votes = ", ".join(f"{c} {v!r}" for c, v in zip(forest.classes, forest.readable_votes(
+                forest.votes(self.evidence_world))))
+            what = "sums" if forest.voting == "soft" else "votes"
+            lines.append(f"    world {{{world}}} → {what} {votes}")
         if self.evidence_item is not None:
             lines.append("    still valid with less: "
                          + term_text(forest, self.evidence_item, " ∧ "))
-        if self.kind in ("broken", "unreachable") and self.promise != "completeness" and (
+        if self.kind in ("broken", "unreachable", "definition") \
+                and self.promise != "completeness" and (
                 self.confirmed is not None or isinstance(self.item, tuple)):
             lines.append(f"    confirmed by {self.confirmed_by}" if self.confirmed
                          else "    not confirmed: " + (self.unconfirmed or (
@@ -273,6 +297,9 @@ class Finding:
                              if self.confirmed is False else "no independent check")))
         if self.witness is not None:
             lines.append(self.witness.text())
+        if self.model_witness is not None:
+            lines.append(f"    the peer's model: {self.model_witness.reason}")
+            lines.append(self.model_witness.text(forest, self.peer_ties))
         return "\n".join(lines)
 
 
@@ -288,6 +315,7 @@ class FieldTally:
     unknown: int = 0
     missing: int = 0
     unreachable: int = 0
+    definition: int = 0
     differences: Counter[str] = field(default_factory=Counter)
     completeness: str = "not promised"
 
@@ -297,9 +325,16 @@ class FieldTally:
                 "items": self.items, "holds": self.holds, "broken": self.broken,
                 "claims_failing": self.claims_failing, "unknown": self.unknown,
                 "missing": self.missing, "unreachable": self.unreachable,
-                "differences": dict(self.differences), "completeness": self.completeness}
+                "definition": self.definition, "differences": dict(self.differences), "completeness": self.completeness}
 
 
+#: The kinds of findings counted apart, which do not fail a report, with what they rest on.
+APART = {"unreachable": "only on states no float32 input reaches (not broken promises: the "
+                        "peer's answer holds when inputs are read as float64, as it reads them, "
+                        "and scikit-learn reads them as float32)",
+         "definition": "on the peer's model of the forest (differences of definition shown by "
+                       "a world, not broken promises: the peer's answer holds for its model, "
+                       "not for the exact sums)"}
 #: The kinds of findings that fail a report, with their names (one, many).
 FAILING = {"broken": ("broken promise", "broken promises"),
            "missing": ("item missing", "items missing"),
@@ -354,12 +389,10 @@ class PeerReport:
                     "formally true (not broken promises)" if k else
                     f"its {counted(t.items, 'claim')} {'holds' if t.items == 1 else 'all hold'}"
                     " formally"))
-        u = sum(f.kind == "unreachable" for f in self.findings)
-        if u:
-            out.append(f"{counted(u, 'finding')} {'rests' if u == 1 else 'rest'} only on states "
-                       "no float32 input reaches (not broken promises: the peer's answer holds "
-                       "when inputs are read as float64, as it reads them, and scikit-learn "
-                       "reads them as float32)")
+        for kind, why in APART.items():
+            n = sum(f.kind == kind for f in self.findings)
+            if n:
+                out.append(f"{counted(n, 'finding')} {'rests' if n == 1 else 'rest'} {why}")
         return out
 
     def result(self) -> str:
@@ -402,6 +435,8 @@ class PeerReport:
             lacked = sum(f.kind == "unreachable" and f.field == name
                          and f.promise == "completeness" for f in self.findings)
             listed = t.unreachable - lacked
+            apart = sum(f.kind == "definition" and f.field == name
+                        and f.promise == "completeness" for f in self.findings)
             out.append(f"{name} (promises: {p.guarantee}, {minimal}, "
                        f"{p.answers} answer{'s' if p.answers == 'all' else ''}): "
                        f"{counted(t.items, 'item')}, {t.holds} "
@@ -410,6 +445,8 @@ class PeerReport:
                           if t.broken else "")
                        + (f", {listed} fail{'s' if listed == 1 else ''} only on unreachable "
                           "states" if listed else "")
+                       + (f", {t.definition - apart} fail{'s' if t.definition - apart == 1 else ''}"
+                          " only for the exact sums" if t.definition - apart else "")
                        + (f", {counted(t.claims_failing, 'claim')} not formally true"
                           if t.claims_failing else "")
                        + (f", {t.unknown} unknown" if t.unknown else ""))
@@ -418,11 +455,14 @@ class PeerReport:
                     f"{k} {v}" for k, v in sorted(t.differences.items())))
             out.append(f"  completeness: {t.completeness}"
                        + (f", {t.missing} missing" if t.missing else "")
-                       + (f", {lacked} missing only on unreachable states" if lacked else ""))
+                       + (f", {lacked} missing only on unreachable states" if lacked else "")
+                       + (f", {apart} missing only for the exact sums" if apart else ""))
         for kind, title in (("broken", "broken promises"), ("missing", "missing items"),
                             ("disputed", "disputes between our engine and the oracle"),
                             ("unreachable", "findings that rest only on states no float32 "
-                                            "input reaches (not broken promises)")):
+                                            "input reaches (not broken promises)"),
+                            ("definition", "differences of definition shown by a world (the "
+                                           "peer's model of the forest; not broken promises)")):
             chosen = [f for f in self.findings if f.kind == kind]
             if chosen:
                 out.append(f"{title}:")
@@ -452,11 +492,13 @@ class PromiseGrader:
     ``task`` the answers are for, findings name the rows as the task's ``origins`` do, with
     the raw values the peer was given, and findings on a forest imported from ``task.model``
     are graded again where they may rest on states no float32 input reaches
-    (:class:`~rfcircuits.crosscheck.unreachable.Float64View`)."""
+    (:class:`~rfcircuits.crosscheck.unreachable.Float64View`); with the ``peer_model`` the
+    adapter declares, findings are graded again on that model
+    (:class:`~rfcircuits.crosscheck.peer_model.ModelView`)."""
 
     def __init__(self, forest: Forest, peer: str, version: str, ties: str,
                  promises: Mapping[str, Promise], max_nodes: int | None = None,
-                 task: Task | None = None) -> None:
+                 task: Task | None = None, peer_model: PeerModel | None = None) -> None:
         self.forest = forest
         self.ties = ties
         self.verify_ties = "all" if ties == "all" else "first"
@@ -474,6 +516,8 @@ class PromiseGrader:
         self._strict: SatOracle | None = None
         self._second: SatOracle | None = None
         self._view: Float64View | None | bool = False  # False: not built yet
+        self.model_view = None if peer_model is None else \
+            ModelView(forest, peer_model, self.verifier.sat, self.verify_ties)
         self.report = PeerReport(forest, peer, version, ties, self.promises)
         self._row: dict[str, Any] = {}
         for name in promises:
@@ -486,6 +530,8 @@ class PromiseGrader:
                 oracle.close()
         if isinstance(self._view, Float64View):
             self._view.close()
+        if self.model_view is not None:
+            self.model_view.close()
 
     def __enter__(self) -> PromiseGrader:
         return self
@@ -529,6 +575,13 @@ class PromiseGrader:
             report.peer_seconds.append(answer.seconds)
         row = answer.index + 1
         self._row = row_origin(self.task, answer.index)
+        if answer.status == "none" and self.model_view is not None:
+            shown = self.model_view.at_instance(x)
+            if shown is not None:  # its model gives x no class it explains: nothing to answer
+                report.findings.append(self._finding(
+                    "definition", row, x, "decision", None, UNANSWERED, note=answer.error,
+                    model_witness=shown, peer_ties=self.model_view.model.ties))
+                return
         if answer.status in ("error", "timeout") or answer.status == "none" and answer.error:
             report.failures.append(self._failure(row, answer.status, answer.error))
             return
@@ -584,8 +637,11 @@ class PromiseGrader:
             if promise.answers == "all":
                 finding = self._finding("missing", row, x, name, item.item, "completeness",
                                         target, note=item.note)
-                if self._unreachable(finding):
+                kind = self._regrade(finding)
+                if kind == "unreachable":
                     tally.unreachable += 1
+                elif kind == "definition":
+                    tally.definition += 1
                 else:
                     tally.missing += 1
                 report.findings.append(finding)
@@ -627,6 +683,8 @@ class PromiseGrader:
             if minimal == "minimal" and name == "sufficient_reasons":
                 smaller = next((t for t in _drops(item.item)
                                 if self.verifier.sat.check_sr(x, t)["sufficient"]), None)
+            elif minimal == "prime" and name == "general_sufficient_reasons":
+                smaller = self._widening(x, item.item)
             elif minimal != "conditions":
                 smaller = None
             world = item.evidence if name not in TERM_FIELDS else None
@@ -647,6 +705,20 @@ class PromiseGrader:
             differences.append(DIFFERENCES.get(kind, kind))
         tally.differences.update(differences)
         return outcome, differences
+
+    def _widening(self, x: Instance, term: Term) -> Term | None:
+        """A term that widens one literal of a general term by one state (a literal that
+        becomes full is dropped) and is still valid: the evidence that it is not prime."""
+        sat = self.verifier.sat
+        for k, (f, mask) in enumerate(term):
+            full = self.forest.features[f].full
+            for s in mask_states(full & ~mask):
+                wide = mask | 1 << s
+                candidate = term[:k] + term[k + 1:] if wide == full else \
+                    term[:k] + ((f, wide),) + term[k + 1:]
+                if sat.check_gsr(x, candidate)["valid"]:
+                    return candidate
+        return None
 
     def _why_not_prime(self, x: Instance, term: Term) -> str:
         """``relax`` when widening a literal by a state adjacent to its run still implies Δ,
@@ -694,6 +766,8 @@ class PromiseGrader:
                 finding.confirmed_by = f"the SAT oracle with {SECOND_ENCODING} counters"
         elif promise == VALIDITY[name] and name in ("necessary_reasons", "contrastive"):
             finding.confirmed = self._confirm_stuck(x, term, target)
+            if not term:  # freeing nothing: the instance is the one world, shown with its votes
+                finding.evidence_world = x
             if finding.confirmed is None:
                 check = self.second.check_nr(x, term)["necessary"] if target is None \
                     else self.second.reaches(x, target, term)
@@ -704,24 +778,37 @@ class PromiseGrader:
                                    "crosscheck --replay` on the repro file compares our answer "
                                    "for this instance with the brute-force and BDD oracles")
         self.report.findings.append(finding)
-        if self._unreachable(finding):
+        kind = self._regrade(finding)
+        if kind == "unreachable":
             tally.unreachable += 1
             return "unreachable"
+        if kind == "definition":
+            tally.definition += 1
+            return "definition"
         tally.broken += 1
         return "broken"
 
-    def _unreachable(self, finding: Finding) -> bool:
-        """Whether the finding rests only on states no float32 input reaches; if so it becomes
-        of that kind, with its witness."""
+    def _regrade(self, finding: Finding) -> str | None:
+        """The kind the finding turns out to be when graded again: ``unreachable`` when it
+        rests only on states no float32 input reaches, ``definition`` when it holds for the
+        peer's model of the forest (each with its witness), None when neither."""
         view = self.view
-        if view is None:
-            return False
-        witness = view.witness(finding.field, finding.promise, finding.instance, finding.item,
-                               finding.target, finding.evidence_item)
-        if witness is None:
-            return False
-        finding.kind, finding.witness = "unreachable", witness
-        return True
+        witness = None if view is None else view.witness(
+            finding.field, finding.promise, finding.instance, finding.item, finding.target,
+            finding.evidence_item)
+        if witness is not None:
+            finding.kind, finding.witness = "unreachable", witness
+            return finding.kind
+        if self.model_view is None:
+            return None
+        shown = self.model_view.witness(finding.field, finding.promise, finding.instance,
+                                        finding.item, finding.target, finding.evidence_item,
+                                        finding.evidence_world)
+        if shown is None:
+            return None
+        finding.kind, finding.model_witness = "definition", shown
+        finding.peer_ties = self.model_view.model.ties
+        return finding.kind
 
     def _confirm_stuck(self, x: Instance, clause: Term, target: int | None) -> bool | None:
         """That no world changing only the clause's features leaves x's class (``target``
@@ -755,10 +842,13 @@ def term_holds(term: Term, world: Instance) -> bool:
 
 def grade_answers(forest: Forest, instances: Sequence[Instance], answers: Iterable[Answer],
                   peer: str, version: str, ties: str, promises: Mapping[str, Promise],
-                  max_nodes: int | None = None, task: Task | None = None) -> PeerReport:
+                  max_nodes: int | None = None, task: Task | None = None,
+                  peer_model: PeerModel | None = None) -> PeerReport:
     """Grade a peer's answers (``answers[k].index`` indexes ``instances``); ``task``, the
-    task they answer, names the rows in findings (:class:`PromiseGrader`)."""
-    with PromiseGrader(forest, peer, version, ties, promises, max_nodes, task) as grader:
+    task they answer, names the rows in findings; ``peer_model``, the peer's model of the
+    forest, where findings are graded again (:class:`PromiseGrader`)."""
+    with PromiseGrader(forest, peer, version, ties, promises, max_nodes, task,
+                       peer_model) as grader:
         for answer in answers:
             grader.grade(answer, instances[answer.index])
         return grader.report

@@ -87,7 +87,7 @@ class Witness:
     changed: dict[str, str]
     values: dict[str, float]
     float32: dict[str, float]
-    votes: dict[str, int]
+    votes: dict[str, int | float]
     decision: str
     gaps: list[Gap]
     confirmed: bool
@@ -231,7 +231,8 @@ class Float64View:
         values = {wide[f].name: state_value(wide[f], world[f], "float64") for f in moved}
         return Witness(what, world, {wide[f].name: wide[f].states[world[f]] for f in moved},
                        values, {k: float(np.float32(v)) for k, v in values.items()},
-                       dict(zip(self.wide.classes, votes)), self.wide.classes[won[0]], gaps,
+                       dict(zip(self.wide.classes, self.wide.readable_votes(votes))),
+                       self.wide.classes[won[0]], gaps,
                        confirmed)
 
     def _keeps(self, name: str, promise: str, x64: Instance, item64: Term) -> bool:

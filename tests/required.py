@@ -1,5 +1,5 @@
-"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl), Dask, or a boosting
-library (XGBoost, LightGBM).
+"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl, solbert), Dask, or a
+boosting library (XGBoost, LightGBM).
 
 A test marked ``@pytest.mark.needs("pyxai")`` (or a parameter with that mark) is skipped,
 saying why, when the part is missing, unless the run requires the part: the comma list in
@@ -48,6 +48,17 @@ def _rfxpl() -> str | None:
     return None
 
 
+def _solbert() -> str | None:
+    from rfcircuits.crosscheck.adapters.base import PeerUnavailable
+    from rfcircuits.crosscheck.adapters.solbert import SolbertAdapter
+
+    try:
+        SolbertAdapter().version()
+    except PeerUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def _dask() -> str | None:
     return None if importlib.util.find_spec("distributed") else \
         "Dask distributed is not installed (pip install '.[dask]')"
@@ -61,7 +72,7 @@ def _module(name: str) -> Callable[[], str | None]:
 
 #: Why each part is missing (None: it is there).
 MISSING: dict[str, Callable[[], str | None]] = {
-    "pyxai": _pyxai, "anchors": _anchors, "rfxpl": _rfxpl, "dask": _dask,
+    "pyxai": _pyxai, "anchors": _anchors, "rfxpl": _rfxpl, "solbert": _solbert, "dask": _dask,
     "xgboost": _module("xgboost"), "lightgbm": _module("lightgbm")}
 _seen: dict[str, str | None] = {}
 

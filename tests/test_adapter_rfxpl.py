@@ -11,18 +11,22 @@ import itertools
 import shutil
 import subprocess
 import sys
+from decimal import Decimal
 
 import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier
 
 from rfcircuits.cli.main import main
-from rfcircuits.forest import forest_from_json
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Leaf, forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.adapters import rfxpl
 from rfcircuits.crosscheck.adapters.base import PeerUnavailable, Task, check_adapter, \
     load_adapter
+from rfcircuits.crosscheck.peers import grade_peer
 from rfcircuits.crosscheck.promises import grade_answers
+from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
 from tests.test_adapter_command import iris_task
 
 
@@ -180,14 +184,18 @@ def test_rfxpl_on_iris_keeps_every_promise(record_property):
     task = iris_task(trees=5, depth=3, rows=5)
     answers, report = _grade(task)
     assert [a.status for a in answers] == ["ok"] * 5
+    _keeps_every_promise(report, "RFxpl on iris (5 trees, depth 3, 5 rows)", record_property)
+
+
+def _keeps_every_promise(report, what: str, record_property) -> None:
     assert report.ok and not report.findings, report.text()
     for name in ("sufficient_reasons", "necessary_reasons"):
         tally = report.fields[name]
         # SRs and NRs promised complete together: the oracle's certificate proves both
         assert tally.completeness == "certified" and tally.items == tally.holds >= 5
     seconds = report.to_json()["seconds"]
-    record_property("summary", f"RFxpl on iris (5 trees, depth 3, 5 rows): median seconds per "
-                    f"row: RFxpl {seconds['peer_median']}, our grading {seconds['ours_median']}")
+    record_property("summary", f"{what}: median seconds per row: RFxpl "
+                    f"{seconds['peer_median']}, our grading {seconds['ours_median']}")
 
 
 def _brute_srs(forest, x) -> set[frozenset[int]]:
@@ -224,3 +232,153 @@ def test_rfxpl_missing_axps_are_the_ones_brute_force_finds(record_property):
     assert found == expected and all(f.field == "sufficient_reasons" for f in report.findings)
     record_property("summary", f"RFxpl on x0 OR x1: {len(found)} AXp(s) missing "
                     "(confirmed by brute force)")
+
+
+# ---------------------------------------------------------------------------------------------
+# The weighted-vote (MaxSAT) mode.
+
+# A stand-in for its encoding and explainer: the target is the row's second value (as a class
+# index), AXps and CXps fixed.
+FAKE_MAXSAT = r'''
+class XRF:
+    def __init__(self, model, features, classes, verb=0):
+        self.ffnames = features
+
+    def encode(self, inst, etype="maxsat"):
+        assert etype == "maxsat"
+        self.enc = type("Encoding", (), {"target": int(inst[1])})()
+'''
+FAKE_EXPLAINER = r'''
+class MXExplainer:
+    def __init__(self, enc, inps, preamble, target_name, verb=1):
+        pass
+
+    def enumerate(self, sample, xtype="con", smallest=False, xnum=100):
+        return ([[0, 1]], [[0]]) if xtype == "abd" else ([[0, 1]], [[0], [1]])
+'''
+
+
+def tie_forest():
+    """Two trees whose leaf probabilities RFxpl rounds to a tie: exactly, (u, v) = (0, 0) is
+    B by 0.0002 and (1, 1) is A by as much; rounded half to even to three decimals, both tie
+    at 1.000 (0.3335 → 0.334, 0.6665 → 0.666, 0.6664 → 0.666, 0.3336 → 0.334)."""
+    def leaf(a: float, b: float) -> dict:
+        return {"weights": [a, b]}
+
+    return forest_from_json({
+        "format": "rfcircuits.forest/1", "votes": "soft", "classes": ["A", "B"],
+        "features": [{"name": "u", "thresholds": [0.5]}, {"name": "v", "thresholds": [0.5]}],
+        "trees": [{"nodes": [{"feature": "u", "branches": [[[0], 1], [[1], 2]]},
+                             leaf(0.3335, 0.6665), leaf(0.6665, 0.3335)]},
+                  {"nodes": [{"feature": "v", "branches": [[[0], 1], [[1], 2]]},
+                             leaf(0.6664, 0.3336), leaf(0.3336, 0.6664)]}]})
+
+
+def tie_task() -> Task:
+    forest = tie_forest()
+    model = sklearn_from_forest(forest)
+    soft = forest_from_sklearn(model, ["u", "v"], ["A", "B"])
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], float)
+    return Task(soft, model, X, np.array([1, 1, 0, 0]), X, instances_from_values(soft, X))
+
+
+def test_rfxpl_rounds_the_shortest_decimal_half_to_even():
+    tree = type("Tree", (), {"value": np.array([[[0.0625, 0.9375]], [[0.0635, 0.9365]],
+                                                [[1.0, 2.0]], [[0.0, 0.0]]])})()
+    # 0.0625 -> 0.062 and 0.0635 -> 0.064 (even last digits); 1/3 and 2/3 from value / sum;
+    # a zero sum stays zero
+    assert rfxpl.rounded_probabilities(tree).tolist() == [[62, 938], [64, 936], [333, 667],
+                                                          [0, 0]]
+    assert rfxpl.thousandths([1000, 62, 2333]) == ["1.000", "0.062", "2.333"]
+
+
+def test_the_maxsat_modes_model_is_the_forest_with_rfxpls_rounded_probabilities():
+    base = iris_task(trees=3, depth=2)
+    soft = forest_from_sklearn(base.model, [f.name for f in base.forest.features],
+                               list(base.forest.classes))
+    task = Task(soft, base.model, base.X_train, base.y_train, base.rows,
+                instances_from_values(soft, base.rows))
+    adapter = load_adapter("rfxpl-maxsat", path="/nowhere")
+    assert (adapter.name, adapter.ties, adapter.votes) == ("rfxpl-maxsat", "strict", "soft")
+    model = adapter.peer_model(task)
+    assert model.ties == "strict" and model.forest.features == soft.features
+    for est, tree in zip(base.model.estimators_, model.forest.trees):
+        value = est.tree_.value[:, 0, :]
+        for node in tree.nodes:
+            if isinstance(node, Leaf):  # our leaves are sklearn's, in another numbering
+                assert any(list(node.weights) == [float(round(Decimal(str(p / row.sum())), 3)
+                                                        * 1000) for p in row] for row in value)
+    for x in task.instances:  # the rounded sums stay within 0.0005 a tree of the exact ones
+        exact = soft.readable_votes(soft.votes(x))
+        assert all(abs(r / 1000 - e) <= 0.0005 * 3 for r, e in zip(model.forest.votes(x), exact))
+    assert rfxpl.RfxplAdapter("/nowhere").peer_model(task) is None  # the majority vote's own
+    hard = Task(base.forest, base.model, base.X_train, base.y_train, base.rows, base.instances)
+    assert adapter.peer_model(hard) is None
+    with pytest.raises(InputError, match="RFxpl mode 'mx'"):
+        rfxpl.RfxplAdapter(mode="mx")
+
+
+def test_maxsat_worker_answers_and_says_why_it_explains_nothing(tmp_path):
+    root = fake_checkout(tmp_path, FAKE_MAXSAT)
+    (tmp_path / "xrf" / "explain.py").write_text(FAKE_EXPLAINER)
+    task = tie_task()
+    answers = list(rfxpl.RfxplAdapter(root, "maxsat").explain(task))
+    # the fake's target is v's value, the exact decision but on rows 1 and 4, which tie when
+    # rounded: no answer there
+    assert [a.status for a in answers] == ["none", "ok", "ok", "none"]
+    assert answers[0].error.startswith("RFxpl's rounded sums (A 1.000, B 1.000) do not make "
+                                       "its class A beat every other strictly")
+    assert "its class B" in answers[3].error
+    assert "exact sums A 0.9999, B 1.0001" in answers[0].error
+    assert answers[1].record["decision"] == "B" and answers[2].record["decision"] == "A"
+    assert [[lit["feature"] for lit in c] for c in answers[1].record["necessary_reasons"]] == \
+        [["u"], ["v"]]
+    assert [[lit["feature"] for lit in t] for t in answers[1].record["sufficient_reasons"]] == \
+        [["u", "v"]]
+
+
+def test_a_soft_forest_of_probabilities_reaches_the_peers_as_its_model():
+    forest = tie_forest()
+    model = sklearn_from_forest(forest)
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], float)
+    assert model.predict(X).tolist() == [1, 1, 0, 0]
+    assert model.predict_proba(X)[0].tolist() == [(0.3335 + 0.6664) / 2, (0.6665 + 0.3336) / 2]
+    scores = forest_from_json({**forest.to_json(), "init": [0.0, 0.5]})
+    with pytest.raises(InputError, match="initial scores"):
+        sklearn_from_forest(scores)
+    negative = forest.to_json()
+    negative["trees"][0]["nodes"][1]["weights"] = [-0.25, 1.25]
+    with pytest.raises(InputError, match="no class probabilities"):
+        sklearn_from_forest(forest_from_json(negative))
+
+
+@pytest.mark.needs("rfxpl")
+def test_rfxpl_maxsat_on_iris_keeps_every_promise(record_property):
+    report = grade_peer("rfxpl-maxsat", dataset="iris", trees=5, depth=3, count=5,
+                        pick="margin")
+    _keeps_every_promise(report, "RFxpl (MaxSAT) on iris (5 trees, depth 3, 5 rows nearest a "
+                         "tie)", record_property)
+
+
+@pytest.mark.needs("rfxpl")
+def test_rfxpl_maxsat_rounding_shows_as_differences_of_definition_with_worlds():
+    task = tie_task()
+    adapter = rfxpl.RfxplAdapter(mode="maxsat")
+    answers = list(adapter.explain(task))
+    assert [a.status for a in answers] == ["none", "ok", "ok", "none"]
+    report = grade_answers(task.forest, task.instances, answers, adapter.name,
+                           adapter.version(), adapter.ties, adapter.promises, task=task,
+                           peer_model=adapter.peer_model(task))
+    assert report.ok and not report.failures, report.text()
+    found = {(f.row, f.field, f.promise) for f in report.findings}
+    assert {f.kind for f in report.findings} == {"definition"}
+    # rows 1 and 4 tie when rounded; at (0, 1) RFxpl's AXp keeps v, which the exact sums do
+    # not need, and its CXp v flips only to a rounded tie; (1, 0) alike
+    assert found == {(1, "decision", "an answer"), (4, "decision", "an answer"),
+                     *((r, "sufficient_reasons", p) for r in (2, 3)
+                       for p in ("minimal", "completeness")),
+                     (2, "necessary_reasons", "necessary"), (3, "necessary_reasons", "necessary")}
+    for f in report.findings:
+        w = f.model_witness
+        assert w.confirmed and set(w.peer.values()) == {"1.000"}
+        assert sorted(w.exact.values()) == [0.9999, 1.0001]

@@ -137,7 +137,7 @@ def test_a_correct_peer_keeps_its_promises_on_cases_with_ties_and_every_class(tm
             decided[c] = decided.get(c, 0) + 1
         rows += len(task.instances)
     assert (summary.rows, summary.ties, summary.classes) == (
-        rows, {"exact": exact, "margin_1": near}, decided)
+        rows, {"exact": exact, "margin_1": near, "close": 0}, decided)
     assert exact > 0 and near > 0 and not_data > 0 and len(decided) == 4
     assert summary.checks >= rows  # every instance has at least one SR
 
@@ -183,7 +183,7 @@ def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monk
     summary = json.loads(capsys.readouterr().out)
     assert validator("fuzz-summary").is_valid(summary)
     assert summary["findings"] == {"broken": 0, "missing": 0, "disputed": 0, "unreachable": 0,
-                                   "errors": summary["rows"], "timeouts": 0}
+                                   "definition": 0, "errors": summary["rows"], "timeouts": 0}
     doc = json.loads(Path(summary["failures"][0]).read_text())
     assert "RuntimeError: planted crash" in doc["disagreements"][0]["counterexample"]
     assert len(doc["forest"]["features"]) == 1  # shrunk: the crash needs no feature
@@ -206,10 +206,10 @@ def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monk
 def test_a_signal_keeps_the_finished_cases_and_stops_the_peer(tmp_path, monkeypatch, capsys):
     made = pf.make_case
 
-    def interrupted_at_3(seed, k):
+    def interrupted_at_3(seed, k, *kinds):
         if k == 3:
             raise KeyboardInterrupt
-        return made(seed, k)
+        return made(seed, k, *kinds)
 
     monkeypatch.setattr(pf, "make_case", interrupted_at_3)
     out = tmp_path / "out"

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 
 import rfcircuits.crosscheck.adapters.pyxai as adapter
+import rfcircuits.crosscheck.adapters.worker as worker
 import rfcircuits.crosscheck.peers as peers
 from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.errors import InputError
-from rfcircuits.forest import forest_from_json
+from rfcircuits.forest import Leaf, forest_from_json
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.cli.main import build_parser, main
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Task
@@ -75,7 +76,7 @@ def test_importing_the_adapter_does_not_import_pyxai():
 
 
 def test_missing_pyxai_is_bad_input(monkeypatch, capsys):
-    monkeypatch.setattr(adapter, "pyxai_version", lambda python=None: None)
+    monkeypatch.setattr(worker, "installed_version", lambda *args: None)
     assert main(["verify-pyxai", "--dataset", "iris"]) == 2
     err = capsys.readouterr().err
     assert "pip install pyxai" in err and "Traceback" not in err
@@ -222,3 +223,109 @@ def test_bench_pyxai_rows(monkeypatch, capsys):
         assert validator("bench").is_valid(row), row
         assert row["ours_done"] == 2 and "pyxai_median" in row or row["pair"].endswith(" / -")
         assert ("ours_features" in row) == row["pair"].startswith(("one SR", "shortest SR"))
+
+
+# ---------------------------------------------------------------------------------------------
+# PyXAI's explainers of boosted trees (XGBoost).
+
+
+def _xgboost_task(n_classes: int = 2, rounds: int = 5, rows: int = 10) -> Task:
+    """An XGBoost model on breast-cancer (binary: its base score, 0.627, moves the margin by
+    +0.52) or iris, and the rows nearest a tie of its exact sums."""
+    from sklearn.datasets import load_breast_cancer, load_iris
+    from xgboost import XGBClassifier
+
+    from rfcircuits.boosted_import import forest_from_xgboost
+    from rfcircuits.crosscheck.strategies import pick_by_margin
+
+    X, y = (load_breast_cancer if n_classes == 2 else load_iris)(return_X_y=True)
+    model = XGBClassifier(n_estimators=rounds, max_depth=2, random_state=0, n_jobs=1).fit(X, y)
+    forest = forest_from_xgboost(model)
+    xs = instances_from_values(forest, X)
+    picked = sorted(pick_by_margin(forest, xs, rows))
+    return Task(forest, model, X, y, X[picked], [xs[i] for i in picked], 0, 60.0)
+
+
+@pytest.mark.needs("xgboost")
+def test_pyxais_reading_of_an_xgboost_model():
+    task = _xgboost_task()
+    reading = adapter.boosted_reading(task.forest, task.model)
+    ours, theirs = task.forest, reading.forest
+    assert reading.ties == "first" and theirs.features == ours.features
+    # its leaves are the float64 numbers of XGBoost's printed float32 ones: within a float32
+    # rounding of them, and its base score's logit in float64
+    for t_ours, t_theirs in zip(ours.trees, theirs.trees):
+        for a, b in zip(t_ours.nodes, t_theirs.nodes):
+            if type(a) is Leaf:
+                assert a.weights[0] == b.weights[0] == 0.0
+                assert float(np.float32(b.weights[1])) == a.weights[1]
+    from rfcircuits.boosted_import import xgboost_document
+
+    printed = xgboost_document(task.model)["learner"]["learner_model_param"]["base_score"]
+    base = float(printed.strip("[]"))  # "[6.274165E-1]"
+    assert theirs.init[1] == -np.log(1 / base - 1)
+    assert abs(theirs.init[1] - ours.init[1]) < 1e-6 and theirs.init[1] != ours.init[1]
+    assert [theirs.decision(x) for x in task.instances] == \
+        [ours.decision(x) for x in task.instances]  # no near tie among these rows
+    assert adapter.boosted_reading(task.forest, None) is None
+
+
+@pytest.mark.needs("xgboost")
+def test_boosted_adapters_decline_what_pyxai_cannot_explain():
+    binary, multi = _xgboost_task(rows=2), _xgboost_task(3, rows=2)
+    iris = peers.make_task("iris", 3, 2, 0, 2, "random", 20.0)
+    tree_specific = peers.load_adapter("pyxai-bt")
+    assert (tree_specific.name, tree_specific.votes, tree_specific.library,
+            tree_specific.ties) == ("pyxai-bt", "soft", "xgboost", "first")
+    for task, why in ((iris, "explains boosted trees of XGBoost only"),
+                      (multi, "need two classes")):
+        answers = list(tree_specific.explain(task))
+        assert [a.status for a in answers] == ["none"] * 2 and why in answers[0].error
+    assert peers.load_adapter("pyxai-bt-direct").max_classes is None
+    assert peers.load_adapter("pyxai-bt-contrastive").field == "contrastive"
+    with pytest.raises(InputError, match="boosted-tree reason kind 'sufficient_reason'"):
+        adapter.PyxaiBoostedAdapter("sufficient_reason")
+    assert binary.forest.voting == "soft"
+
+
+def _grade_boosted(name: str, task: Task):
+    peer = peers.load_adapter(name)
+    answers = list(peer.explain(task))
+    return answers, grade_answers(task.forest, task.instances, answers, peer.name,
+                                  peer.version(), peer.ties, peer.promises, task=task,
+                                  peer_model=peer.peer_model(task))
+
+
+@pytest.mark.needs("pyxai")
+@pytest.mark.needs("xgboost")
+def test_tree_specific_and_direct_reasons_keep_their_promises_near_ties(record_property):
+    task = _xgboost_task()
+    for name in ("pyxai-bt", "pyxai-bt-direct"):
+        answers, report = _grade_boosted(name, task)
+        assert [a.status for a in answers] == ["ok"] * 10
+        assert report.ok and not report.findings, report.text()
+    record_property("summary", "PyXAI's tree-specific and direct reasons of an XGBoost model "
+                    "(breast-cancer, 5 rounds, 10 rows nearest a tie): every promise kept")
+
+
+@pytest.mark.needs("pyxai")
+@pytest.mark.needs("xgboost")
+def test_contrastive_reasons_of_boosted_trees_forget_the_base_score():
+    """PyXAI's MIP for a contrastive reason of boosted trees asks the leaves alone to change
+    sign, without the base score's margin (+0.52 here): on rows whose leaves sum to at most
+    0 but whose margin is positive it answers nothing to change — a broken promise, shown
+    by the instance itself."""
+    task = _xgboost_task()
+    answers, report = _grade_boosted("pyxai-bt-contrastive", task)
+    forest = task.forest
+    assert report.broken, report.text()
+    for f in report.broken:
+        assert f.item == () and f.promise == "reaches" and f.confirmed
+        assert f.evidence_world == f.instance
+        leaves = forest.votes(f.instance)[1] - forest.int_init[1]
+        assert leaves <= 0 < forest.votes(f.instance)[1]  # class 1 by the base score alone
+    kept = {f.row for f in report.broken}
+    for a in answers:
+        if a.index + 1 not in kept:
+            x = task.instances[a.index]
+            assert forest.votes(x)[1] - forest.int_init[1] > 0 or forest.decision(x) == 0

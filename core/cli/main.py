@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="fuzz-failures", help="directory for shrunk failing cases")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--adapter", metavar="NAME",
-                   help="fuzz another explainer instead: an adapter (pyxai, anchors, rfxpl... "
+                   help="fuzz another explainer instead: an adapter (pyxai, anchors, rfxpl, "
+                        "rfxpl-maxsat, solbert... "
                         "or module:Class) on random scikit-learn forests, or on yours "
                         "(--model/--data or --forest/--instances), graded against its "
                         "promises (one process; --jobs, --max-* and --oracles do not apply)")
@@ -215,8 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "promises")
             p.add_argument("--adapter", action="append", required=True, metavar="NAME",
                            help="an adapter: pyxai, pyxai-minimal, pyxai-majoritary, "
-                                "pyxai-minimal-majoritary, pyxai-contrastive, anchors, rfxpl, "
-                                "command, or module:Class; repeat or give a comma list")
+                                "pyxai-minimal-majoritary, pyxai-contrastive, pyxai-bt, "
+                                "pyxai-bt-direct, pyxai-bt-contrastive, anchors, rfxpl, "
+                                "rfxpl-maxsat, solbert, command, or module:Class; repeat or "
+                                "give a comma list")
             p.add_argument("--adapter-option", action="append", metavar="KEY=VALUE",
                            help="an option passed to every adapter's constructor (a JSON value "
                                 "or text), e.g. path=/src/RFxpl or theory=false; NAME.KEY=VALUE "

@@ -26,6 +26,19 @@ tied ones wins, scikit-learn's ``argmax``), ``all`` (every tied class is a decis
 ``strict`` (the peer's reasons make the predicted class beat every other strictly, while it
 predicts as ``first``: PyXAI on more than two classes).
 
+Two optional attributes say which decision the peer explains. ``votes`` (:data:`VOTES`;
+``hard`` when absent): ``hard``, the trees' majority vote (PyXAI's and Anchors' promise,
+RFxpl's default mode), or ``soft``, the decision ``predict`` makes (the sum of the leaves'
+class probabilities, or a boosted model's scores): the task's forest is imported with these
+votes (:func:`adapter_votes`). ``peer_model(task)``: the peer's own model of that forest when
+it is not the exact one (RFxpl's weighted-vote mode rounds leaf probabilities to three
+decimals), a :class:`~rfcircuits.crosscheck.peer_model.PeerModel` or None; findings that hold
+there are differences of definition shown by a world (:func:`adapter_model`). ``library``
+(:data:`LIBRARIES`; ``sklearn`` when absent): the models the peer explains — scikit-learn
+forests, or XGBoost classifiers (PyXAI's boosted-tree explainers), which ``--dataset`` and
+``fuzz --adapter`` then train; ``max_classes``: the most classes it takes (``fuzz`` draws no
+more).
+
 An adapter is a class with the attributes and methods of :class:`Adapter` (a Protocol:
 nothing to inherit); ``ADAPTERS`` names the built-in ones and :func:`load_adapter` also takes
 ``module:Class`` for one of the user's.
@@ -55,6 +68,10 @@ PEER_FIELDS = ("sufficient_reasons", "necessary_reasons", "general_sufficient_re
 #: answer), ``error`` (the peer failed: a crash, an exception, output we cannot read) and
 #: ``timeout`` (it overran the task's time limit).
 ANSWER_STATUSES = ("ok", "none", "error", "timeout")
+#: The votes an adapter may explain (its optional ``votes`` attribute, module docstring).
+VOTES = ("hard", "soft")
+#: The libraries whose models an adapter may explain (its optional ``library``).
+LIBRARIES = ("sklearn", "xgboost")
 
 
 @dataclass(frozen=True)
@@ -178,8 +195,16 @@ ADAPTERS: dict[str, tuple[str, dict[str, Any]]] = {
                                  {"kind": "minimal_majoritary_reason"}),
     "pyxai-contrastive": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
                           {"kind": "minimal_contrastive_reason"}),
+    "pyxai-bt": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+                 {"kind": "tree_specific_reason"}),
+    "pyxai-bt-direct": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+                        {"kind": "direct_reason"}),
+    "pyxai-bt-contrastive": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+                             {"kind": "minimal_contrastive_reason"}),
     "anchors": ("rfcircuits.crosscheck.adapters.anchors:AnchorsAdapter", {}),
     "rfxpl": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {}),
+    "rfxpl-maxsat": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {"mode": "maxsat"}),
+    "solbert": ("rfcircuits.crosscheck.adapters.solbert:SolbertAdapter", {}),
     "command": ("rfcircuits.crosscheck.adapters.command:CommandAdapter", {}),
 }
 
@@ -196,6 +221,12 @@ def check_adapter(adapter: Any) -> Any:
     if adapter.ties not in PEER_TIES:
         raise TypeError(f"adapter {name!r}: ties must be one of {', '.join(PEER_TIES)}, "
                         f"not {adapter.ties!r}")
+    if adapter_votes(adapter) not in VOTES:
+        raise TypeError(f"adapter {name!r}: votes must be one of {', '.join(VOTES)}, not "
+                        f"{adapter.votes!r}")
+    if adapter_library(adapter) not in LIBRARIES:
+        raise TypeError(f"adapter {name!r}: library must be one of {', '.join(LIBRARIES)}, "
+                        f"not {adapter.library!r}")
     if not adapter.promises:
         raise TypeError(f"adapter {name!r} promises nothing: declare a Promise per field")
     for key, promise in adapter.promises.items():
@@ -205,6 +236,25 @@ def check_adapter(adapter: Any) -> Any:
         if not isinstance(promise, Promise):
             raise TypeError(f"adapter {name!r}: the promise of {key!r} is not a Promise")
     return adapter
+
+
+def adapter_votes(adapter: Any) -> str:
+    """The votes the adapter's peer explains: its ``votes``, else ``hard`` (module
+    docstring)."""
+    return getattr(adapter, "votes", "hard")
+
+
+def adapter_library(adapter: Any) -> str:
+    """The library whose models the adapter's peer explains: its ``library``, else
+    ``sklearn`` (module docstring)."""
+    return getattr(adapter, "library", "sklearn")
+
+
+def adapter_model(adapter: Any, task: Task) -> Any:
+    """The peer's own model of the task's forest (a
+    :class:`~rfcircuits.crosscheck.peer_model.PeerModel`), when the adapter declares one."""
+    model_of = getattr(adapter, "peer_model", None)
+    return None if model_of is None else model_of(task)
 
 
 def load_adapter(spec: str, **options: Any) -> Any:

@@ -38,13 +38,29 @@ changing them can change the class (``reaches``); its minimum size is over condi
 features, so feature minimality is a difference of definition. PyXAI's prediction is graded
 too (``decision``). Ties: PyXAI's reasons make the predicted class beat every other strictly
 while its prediction breaks ties to the first class (``ties = "strict"``).
+
+**Boosted trees** (:class:`PyxaiBoostedAdapter`: ``pyxai-bt``, ``pyxai-bt-direct``,
+``pyxai-bt-contrastive``; PyXAI imports XGBoost classifiers only). The forest is the XGBoost
+model with its exact decision (soft votes, :mod:`rfcircuits.boosted_import`), ties ``first``
+(PyXAI takes class 1 when the margin exceeds 0). ``tree_specific_reason`` (a randomized greedy
+search, the smallest of 50 runs: "subset minimal" for its tree-specific test, not for
+sufficiency) and ``direct_reason`` (the union of the instance's paths) promise validity
+(``general_sufficient_reasons``, minimal ``none``); ``minimal_contrastive_reason`` promises to
+reach the other class (``contrastive``, features projected). With XGBoost 3 the tree-specific
+and contrastive reasons take two classes only (a multi-class model's vector ``base_score``
+makes PyXAI 2.0.1 raise ``TypeError``): those adapters answer ``none`` there. PyXAI reads a
+split ``x >= c`` with ``c`` the float64 of XGBoost's printed float32 condition; the worker maps
+it to the tree's own threshold, the float32 below ``c``, and rows are graded at PyXAI's reading
+(:func:`pyxai_reading`). PyXAI's model of the forest (:func:`boosted_reading`: leaf values and
+base score as float64 decimals, the base score's logit in float64) is declared, so findings
+that hold there are differences of definition shown by a world.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
+import dataclasses
 import json
+import math
 import os
 import pickle
 import subprocess
@@ -57,12 +73,14 @@ from typing import Any
 
 import numpy as np
 
-from rfcircuits import __version__
 from rfcircuits.errors import InputError
-from rfcircuits.forest import Forest, Instance, instance_to_json, mask_states
+from rfcircuits.boosted_import import library_of, xgboost_document
+from rfcircuits.forest import Forest, Instance, Leaf, Tree, instance_to_json, mask_states
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.peer_model import PeerModel
 from rfcircuits.crosscheck.verify import interval_mask
-from rfcircuits.crosscheck.adapters.worker import Worker, reply
+from rfcircuits.crosscheck.adapters.worker import (Worker, installed_version, other_python,
+                                                   reply, required_version)
 
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
@@ -79,56 +97,14 @@ PYTHON_ENV = "RFCIRCUITS_PYXAI_PYTHON"
 def pyxai_python(python: str | None = None) -> str | None:
     """The Python of the environment the worker runs in, when not this one: ``python``, else
     :data:`PYTHON_ENV`'s; None for this interpreter."""
-    chosen = python or os.environ.get(PYTHON_ENV)
-    return chosen if chosen and chosen != sys.executable else None
+    return other_python(python, PYTHON_ENV)
 
 
 def pyxai_version(python: str | None = None) -> str | None:
     """The PyXAI version the worker would run (:func:`pyxai_python`), or None when PyXAI is
     not installed there; nothing imports it here. PeerUnavailable when another environment
     has PyXAI but not rfcircuits at this version (the worker runs rfcircuits' module)."""
-    other = pyxai_python(python)
-    if other is not None:
-        pyxai, ours = _versions(other)
-        if pyxai is not None and ours != __version__:
-            raise PeerUnavailable(
-                f"the PyXAI environment of {other} has rfcircuits {ours or 'not installed'}, "
-                f"this one {__version__}: install the same rfcircuits there (its worker runs "
-                "there)")
-        return pyxai
-    if importlib.util.find_spec("pyxai") is None:
-        return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pyxai")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-@functools.cache
-def _versions(python: str) -> tuple[str | None, str | None]:
-    """The versions of PyXAI and rfcircuits in the environment of ``python`` (None: not
-    installed there, or ``python`` does not run), as the worker would find them (run from
-    a directory of no package)."""
-    code = ("import importlib.metadata as m, json\n"
-            "try:\n"
-            "    pyxai = m.version('pyxai')\n"
-            "except m.PackageNotFoundError:\n"
-            "    pyxai = None\n"
-            "try:\n"
-            "    import rfcircuits\n"
-            "    ours = rfcircuits.__version__\n"
-            "except ImportError:\n"
-            "    ours = None\n"
-            "print(json.dumps([pyxai, ours]))")
-    try:
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True,
-                              timeout=STARTUP_SECONDS, cwd=tempfile.gettempdir())
-        pyxai, ours = json.loads(done.stdout)
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return None, None
-    return pyxai, ours
+    return installed_version("pyxai", "PyXAI", pyxai_python(python))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +178,10 @@ def _worker_main(workdir: str) -> None:
     explainer = Explaining.initialize(model, features_type=types)
     decode: dict[int, tuple[int, float]] = {}
     for (feature, operator, threshold), info in model.map_features_to_id_binaries.items():
-        if str(getattr(operator, "value", operator)) != "GT":
+        name = str(getattr(operator, "value", operator))
+        if name == "GE":  # XGBoost's x >= c, float32 inputs: x > the float32 below c
+            threshold = float(np.nextafter(np.float32(threshold), np.float32(-np.inf)))
+        elif name != "GT":
             raise SystemExit(f"unsupported PyXAI condition operator {operator!r}")
         decode[int(info[0])] = (int(feature) - 1, float(threshold))
 
@@ -219,7 +198,12 @@ def _worker_main(workdir: str) -> None:
         "minimal_majoritary_reason": lambda: explainer.minimal_majoritary_reason(
             time_limit=limit),
         "minimal_contrastive_reason": lambda: explainer.minimal_contrastive_reason(
-            time_limit=limit),
+            time_limit=math.ceil(limit)),  # its MIP solver of boosted trees takes int seconds
+        # boosted trees: the greedy tree-specific reason, the smallest of 50 randomized runs
+        # (given a time limit it searches until the limit, as majoritary_reason does)
+        "tree_specific_reason": lambda: explainer.tree_specific_reason(
+            n_iterations=50, seed=job["seed"] + 1),
+        "direct_reason": lambda: explainer.direct_reason(),
     }
     current = None
     reply({"ready": True})
@@ -312,6 +296,16 @@ PROMISES = {
     "minimal_majoritary_reason": ("general_sufficient_reasons", Promise("formal", "none", "one")),
     "minimal_contrastive_reason": ("contrastive", Promise("formal", "none", "one")),
 }
+#: What each of PyXAI's explainers of boosted trees promises, and its adapter's name
+#: (:class:`PyxaiBoostedAdapter`).
+BOOSTED = {
+    "tree_specific_reason": ("general_sufficient_reasons", Promise("formal", "none", "one"),
+                             "pyxai-bt"),
+    "direct_reason": ("general_sufficient_reasons", Promise("formal", "none", "one"),
+                      "pyxai-bt-direct"),
+    "minimal_contrastive_reason": ("contrastive", Promise("formal", "none", "one"),
+                                   "pyxai-bt-contrastive"),
+}
 
 
 class PyxaiAdapter:
@@ -323,6 +317,7 @@ class PyxaiAdapter:
     :data:`PYTHON_ENV`'s, else this one)."""
 
     ties = "strict"
+    votes = "hard"
 
     def __init__(self, kind: str = "sufficient_reason", theory: bool = True,
                  python: str | None = None) -> None:
@@ -337,14 +332,8 @@ class PyxaiAdapter:
             "pyxai-" + kind.removesuffix("_reason").replace("_", "-")
 
     def version(self) -> str:
-        version = pyxai_version(self.python)
-        if version is None:
-            other = pyxai_python(self.python)
-            where = f" in the environment of {other}" if other else ""
-            raise PeerUnavailable(f"PyXAI is not installed{where} (an optional dependency): "
-                                  "pip install pyxai, or pip install '.[pyxai]'; or name the "
-                                  f"Python of an environment that has it in {PYTHON_ENV}")
-        return version
+        return required_version("pyxai", "PyXAI", self.python, PYTHON_ENV,
+                                "pip install pyxai, or pip install '.[pyxai]'")
 
     def explain(self, task: Task) -> Iterator[Answer]:
         forest = task.forest
@@ -382,6 +371,78 @@ class PyxaiAdapter:
                 record[self.field] = [interval_literals(forest, reason)]
             yield Answer(i, "ok", record, a["seconds"],
                          "PyXAI's time limit was hit" if a.get("approximate") else "")
+
+
+class PyxaiBoostedAdapter(PyxaiAdapter):
+    """One of PyXAI's explainers of boosted trees (:data:`BOOSTED`) on an XGBoost classifier:
+    ``pyxai-bt`` (tree-specific reasons), ``pyxai-bt-direct``, ``pyxai-bt-contrastive``
+    (module docstring, "Boosted trees")."""
+
+    votes = "soft"
+    library = "xgboost"
+    ties = "first"
+
+    def __init__(self, kind: str = "tree_specific_reason", theory: bool = True,
+                 python: str | None = None) -> None:
+        if kind not in BOOSTED:
+            raise InputError(f"PyXAI's boosted-tree reason kind {kind!r} is not one of "
+                             f"{', '.join(BOOSTED)}")
+        self.kind, self.theory, self.python = kind, bool(theory), python
+        self.field, promise, self.name = BOOSTED[kind]
+        self.promises = {self.field: promise}
+        # with XGBoost 3 its tree-specific and contrastive reasons take two classes only
+        self.max_classes = None if kind == "direct_reason" else 2
+
+    def peer_model(self, task: Task) -> PeerModel | None:
+        """PyXAI's reading of the XGBoost model (:func:`boosted_reading`)."""
+        return boosted_reading(task.forest, task.model)
+
+    def explain(self, task: Task) -> Iterator[Answer]:
+        why = "" if library_of(task.model) == "xgboost" else \
+            "PyXAI 2.0.1 explains boosted trees of XGBoost only (scikit-learn's and LightGBM's " \
+            "classifiers are not supported)"
+        if not why and self.max_classes and len(task.forest.classes) > self.max_classes:
+            why = "PyXAI 2.0.1's tree-specific and contrastive reasons of boosted trees need " \
+                  "two classes (with XGBoost 3 it raises TypeError: must be real number, not " \
+                  "list)"
+        if why:
+            for i in range(len(task.rows)):
+                yield Answer(i, "none", error=why)
+            return
+        yield from super().explain(task)
+
+
+def boosted_reading(forest: Forest, model: Any) -> PeerModel | None:
+    """The forest of an XGBoost ``model`` as PyXAI reads it: its leaf values and base score as
+    the float64 numbers that their decimals in the model's JSON stand for (XGBoost's are the
+    float32 numbers the decimals print), the base score's margin (a binary model's logit)
+    computed in float64; its prediction takes class 1 when the margin exceeds 0, else the
+    first class of largest score (``BoostedTrees._scores_to_probabilities``). None when the
+    model is no XGBoost classifier."""
+    if library_of(model) != "xgboost":
+        return None
+    document = xgboost_document(model)
+    read: dict[float, float] = {}  # XGBoost's float32 number -> PyXAI's float64 one
+    for tree in document["learner"]["gradient_booster"]["model"]["trees"]:
+        for v in tree["split_conditions"]:
+            read[float(np.float32(v))] = float(v)
+    base = json.loads(document["learner"]["learner_model_param"]["base_score"])
+    if len(forest.classes) == 2:
+        init = (0.0, float(-np.log(1 / base[0] - 1)) if base[0] else 0.0)
+    else:
+        init = tuple(float(b) for b in (base if len(base) > 1 else base * len(forest.classes)))
+
+    def leaf(node: Any) -> Any:
+        if type(node) is not Leaf:
+            return node
+        return Leaf(node.label, tuple(read.get(w, w) for w in node.weights))
+
+    trees = [Tree(tuple(leaf(n) for n in t.nodes)) for t in forest.trees]
+    return PeerModel(dataclasses.replace(forest, trees=tuple(trees), init=init,
+                                         sum_dtype="float64"), "first",
+                     "PyXAI reads XGBoost's leaf values and base score as the float64 numbers "
+                     "of their printed decimals (XGBoost's are float32) and takes the base "
+                     "score's logit in float64", lambda sums: [repr(v) for v in sums])
 
 
 if __name__ == "__main__":

@@ -37,6 +37,36 @@ class: our necessary reason under ties ``first`` (RFxpl predicts the lowest clas
 tied ones, as ``numpy.argmax``). RFxpl's prediction is passed on as ``decision``, so a
 disagreement with the forest is graded too. Both are promised formal, minimal over features
 and complete (it enumerates all).
+
+**The weighted-vote mode** (``rfxpl-maxsat``, ``RfxplAdapter(mode="maxsat")``; Izza &
+Marques-Silva's MaxSAT encoding of the averaged vote, ``-E maxsat`` on RFxpl's command line —
+its README's ``-e mx`` sets an option nothing reads) explains the decision ``predict`` makes,
+so the task's forest has soft votes (``votes = "soft"``). Its promise, read in ``xrf/``:
+
+- the class explained (``enc.target``) is the argmax of the trees' float64 class
+  probabilities (``Forest.predict_proba``: per tree ``value / sum(value)``, summed in tree
+  order, divided by the number of trees, first on ties), ``predict``'s arithmetic;
+- every leaf's probability is rounded to three decimals for the reasoning,
+  ``round(Decimal(str(p)), 3)`` (``MXEncoder.encode_predict``, ``relax=3``; ``round`` on a
+  ``Decimal`` rounds half to even), and a world is a counterexample when another class's
+  rounded sum *reaches* the target's (``MXReasoner.get_winner``: ``>=``): an AXp makes the
+  target beat every other class strictly in the rounded sums, a CXp lets some class reach it;
+- AXps (``MXExplainer.enumerate(x, "abd")``) and CXps (``"con"``) are enumerated completely,
+  subset-minimal over features.
+
+So the answers are graded against the exact sums under ties ``first`` (``ties = "strict"``),
+and the grader is given RFxpl's model (:meth:`RfxplAdapter.peer_model`: the forest with each
+leaf's probabilities rounded as RFxpl rounds them, in thousandths, and the strict rule): a
+finding that holds there is a difference of definition shown by a world whose exact sums and
+rounded sums decide apart (:mod:`rfcircuits.crosscheck.peer_model`). Where the rounded sums
+at the instance itself do not make the target win strictly (a near tie the rounding flips,
+an exact tie), RFxpl's own oracle finds the whole instance no explanation: no AXp, every
+feature a CXp. The adapter answers nothing there (``none``, with both sums), which the grader
+shows by that instance. ``XRF.enumerate(..., "maxsat")`` yields nothing (the method is a
+generator, so the MaxSAT branch's ``return`` ends it empty), and ``XRF`` keeps the encoding
+of the first instance it is given: the worker encodes each row with a fresh ``XRF`` and calls
+``MXExplainer.enumerate`` itself. ``smallest=True`` is not used (its MaxSAT CXp weights are
+Decimals, which ``PBEnc`` cannot take).
 """
 
 from __future__ import annotations
@@ -50,13 +80,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
 
-from rfcircuits.forest import Forest, Instance, read_values
+from rfcircuits.errors import InputError
+from rfcircuits.forest import Forest, Instance, Leaf, read_values
+from rfcircuits.sklearn_import import build_forest
 from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
 from rfcircuits.crosscheck.adapters.worker import Worker, reply
+from rfcircuits.crosscheck.peer_model import PeerModel, winners
 
 #: The environment variable naming the checkout when no ``path`` is given.
 ENV = "RFCIRCUITS_RFXPL"
@@ -71,6 +105,10 @@ WORKER_MODULE = "rfcircuits.crosscheck.adapters.rfxpl"
 STARTUP_SECONDS = 120.0
 #: How many explanations of a kind RFxpl is asked for: all of them.
 ALL = 1 << 62
+#: RFxpl's encodings: the majority vote (SAT) and the averaged vote (MaxSAT).
+MODES = ("sat", "maxsat")
+#: Decimals RFxpl's MaxSAT encoding keeps of each leaf probability (``MXEncoder``'s relax).
+DECIMALS = 3
 
 
 def checkout(path: str | None) -> str:
@@ -118,16 +156,77 @@ def record(forest: Forest, x: Instance, prediction: int, axps: Sequence[Sequence
             "necessary_reasons": [literals(forest, x, c) for c in cxps]}
 
 
-class RfxplAdapter:
-    """RFxpl's AXps and CXps (module docstring)."""
+def rounded_probabilities(tree: Any) -> np.ndarray:
+    """Per node and class of a fitted scikit-learn tree (``tree_``), the leaf probability as
+    RFxpl's MaxSAT encoding weighs it, in thousandths (integers): ``value / sum(value)`` per
+    node as ``xrf/tree.py`` computes it (a zero sum left as it is), its shortest decimal
+    rounded half to even to three places (module docstring)."""
+    values = tree.value.reshape(tree.value.shape[0], tree.value.shape[2])
+    normalizer = values.sum(axis=1)[:, np.newaxis]
+    normalizer[normalizer == 0.0] = 1.0
+    probs = values / normalizer
+    return np.array([[int(round(Decimal(str(p)), DECIMALS).scaleb(DECIMALS)) for p in row]
+                     for row in probs], dtype=np.int64)
 
-    name = "rfxpl"
-    ties = "first"
+
+def rounded_forest(forest: Forest, model: Any) -> Forest | None:
+    """``forest`` (imported from the fitted forest ``model``) with RFxpl's MaxSAT leaf weights:
+    each leaf's class probabilities in rounded thousandths (:func:`rounded_probabilities`);
+    None when ``forest`` is not ``model``'s (other states)."""
+    estimators = getattr(model, "estimators_", None)
+    if estimators is None:
+        return None
+    rounded = [rounded_probabilities(est.tree_) for est in estimators]
+
+    def leaf_of(t: int) -> Any:
+        def leaf(tree: Any, k: int) -> Leaf:
+            weights = tuple(float(w) for w in rounded[t][k])
+            return Leaf(int(np.argmax(tree.value[k, 0, :])), weights)
+        return leaf
+
+    try:
+        ours = build_forest([est.tree_ for est in estimators],
+                            [leaf_of(t) for t in range(len(estimators))],
+                            [f.name for f in forest.features], list(forest.classes),
+                            forest.input_dtype, "soft")
+    except InputError:
+        return None
+    return ours if ours.features == forest.features else None
+
+
+def thousandths(sums: Sequence[int]) -> list[str]:
+    """Sums in thousandths as RFxpl's Decimals print them (``2.334``)."""
+    return [str(Decimal(v).scaleb(-DECIMALS)) for v in sums]
+
+
+class RfxplAdapter:
+    """RFxpl's AXps and CXps (module docstring): of the majority vote (``mode`` ``sat``, the
+    adapter ``rfxpl``) or of the averaged vote (``maxsat``, ``rfxpl-maxsat``)."""
+
     promises = {"sufficient_reasons": Promise("formal", "features", "all"),
                 "necessary_reasons": Promise("formal", "features", "all")}
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, mode: str = "sat") -> None:
+        if mode not in MODES:
+            raise InputError(f"RFxpl mode {mode!r} is not one of {', '.join(MODES)}")
         self.path = path
+        self.mode = mode
+        self.name = "rfxpl" if mode == "sat" else "rfxpl-maxsat"
+        # the majority vote, ties first; the averaged vote, strictly in rounded sums
+        self.ties = "first" if mode == "sat" else "strict"
+        self.votes = "hard" if mode == "sat" else "soft"
+
+    def peer_model(self, task: Task) -> PeerModel | None:
+        """The weighted-vote mode's model of the task's forest: leaf probabilities rounded to
+        three decimals, the strict rule (module docstring); None in the majority-vote mode,
+        or when the task's forest is not its model's."""
+        if self.mode == "sat" or task.forest.voting != "soft":
+            return None
+        rounded = rounded_forest(task.forest, task.model)
+        return None if rounded is None else PeerModel(
+            rounded, "strict", "RFxpl sums each leaf's class probabilities rounded to three "
+            "decimals (half to even) and asks its class to beat every other strictly",
+            thousandths)
 
     def version(self) -> str:
         """The checkout's git commit, or ``source``; PeerUnavailable when it is not configured
@@ -147,7 +246,9 @@ class RfxplAdapter:
                            lambda i, j: f"row {i + 1}, feature {task.feature_names[j]!r}")
         with tempfile.TemporaryDirectory(prefix="rfcircuits-rfxpl-") as workdir:
             with open(os.path.join(workdir, "job.pickle"), "wb") as handle:
-                pickle.dump({"path": where, "model": task.model, "rows": rows.tolist()}, handle)
+                pickle.dump({"path": where, "model": task.model, "rows": rows.tolist(),
+                             "mode": self.mode}, handle)
+            model = self.peer_model(task)
             worker: Worker | None = None
             try:
                 for i, x in enumerate(task.instances):
@@ -168,6 +269,10 @@ class RfxplAdapter:
                                         f"overran {task.timeout:g} s")
                     elif answer["status"] != "ok":
                         yield Answer(i, "error", None, answer["seconds"], answer["error"])
+                    elif model is not None and winners(model.forest.votes(x), "strict") != \
+                            [answer["prediction"]]:
+                        yield Answer(i, "none", None, answer["seconds"],
+                                     unexplained(task.forest, model, x, answer["prediction"]))
                     else:
                         yield Answer(i, "ok", record(task.forest, x, answer["prediction"],
                                                     answer["axps"], answer["cxps"]),
@@ -175,6 +280,18 @@ class RfxplAdapter:
             finally:
                 if worker is not None:
                     worker.stop()
+
+
+def unexplained(forest: Forest, model: PeerModel, x: Instance, target: int) -> str:
+    """Why the weighted-vote mode explains nothing at ``x``: its rounded sums do not make its
+    class ``target`` win strictly (module docstring)."""
+    exact = ", ".join(f"{c} {v!r}" for c, v in zip(forest.classes,
+                                                    forest.readable_votes(forest.votes(x))))
+    rounded = ", ".join(f"{c} {v}" for c, v in zip(forest.classes,
+                                                    model.show(model.forest.votes(x))))
+    return (f"RFxpl's rounded sums ({rounded}) do not make its class {forest.classes[target]} "
+            f"beat every other strictly, so its oracle finds no explanation (exact sums "
+            f"{exact})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,10 +350,19 @@ def _worker_main(workdir: str) -> None:
         start = time.perf_counter()
         try:
             xrf = XRF(model, names, classes)
-            answer["axps"] = [[int(f) for f in e] for e in xrf.enumerate(x, "abd", "sat",
-                                                                         False, ALL)]
-            answer["cxps"] = [[int(f) for f in e] for e in xrf.enumerate(x, "con", "sat",
-                                                                         False, ALL)]
+            if job["mode"] == "sat":
+                axps = xrf.enumerate(x, "abd", "sat", False, ALL)
+                cxps = xrf.enumerate(x, "con", "sat", False, ALL)
+            else:  # XRF.enumerate yields nothing for maxsat (module docstring)
+                from xrf.explain import MXExplainer
+
+                xrf.encode(x, "maxsat")
+                axps = MXExplainer(xrf.enc, xrf.ffnames, [], classes, verb=0).enumerate(
+                    x, "abd", False, ALL)[0]  # (AXps, CXps found on the way)
+                cxps = MXExplainer(xrf.enc, xrf.ffnames, [], classes, verb=0).enumerate(
+                    x, "con", False, ALL)[1]  # (AXps found on the way, CXps)
+            answer["axps"] = [[int(f) for f in e] for e in axps]
+            answer["cxps"] = [[int(f) for f in e] for e in cxps]
             answer["prediction"] = int(xrf.enc.target)
         except Exception as exc:  # RFxpl's failure on a row is a finding about that row
             answer = {"i": i, "status": "error", "error": f"{type(exc).__name__}: {exc}"}

@@ -10,24 +10,103 @@ with SIGKILL, never a broad name.
   each with a deadline (``python -m MODULE WORKDIR``; the worker reads one JSON request per
   line on stdin and answers with a line :data:`MARK` + JSON on stdout, :func:`reply`, since the
   peer may print to stdout too). Its stderr goes to ``WORKDIR/worker.err``, whose last line
-  (:func:`last_line`) says why a worker died.
+  (:func:`last_line`) says why a worker died. A peer whose dependencies must not decide this
+  environment's (PyXAI, solbert) may run in an environment of its own, with rfcircuits at this
+  version installed there too (:func:`other_python`, :func:`installed_version`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import IO, Any
 
+from rfcircuits import __version__
+from rfcircuits.crosscheck.adapters.base import PeerUnavailable
+
 #: Prefix of a worker's protocol lines.
 MARK = "@@rfcircuits "
+#: Seconds another environment's Python may take to report its versions.
+VERSION_SECONDS = 300.0
+
+
+def other_python(python: str | None, env: str) -> str | None:
+    """The Python of the environment a peer's worker runs in, when not this one: ``python``
+    (an adapter's option), else the environment variable ``env``'s; None for this
+    interpreter."""
+    chosen = python or os.environ.get(env)
+    return chosen if chosen and chosen != sys.executable else None
+
+
+def installed_version(package: str, peer: str, other: str | None) -> str | None:
+    """The version of the distribution ``package`` (the peer ``peer``) the worker would run
+    with: in the environment of the Python ``other``, or this one (None); None when it is not
+    installed there. Nothing imports it here. PeerUnavailable when another environment has it
+    but not rfcircuits at this version (the worker runs rfcircuits' module)."""
+    if other is not None:
+        found, ours = _versions(other, package)
+        if found is not None and ours != __version__:
+            raise PeerUnavailable(
+                f"the {peer} environment of {other} has rfcircuits {ours or 'not installed'}, "
+                f"this one {__version__}: install the same rfcircuits there (its worker runs "
+                "there)")
+        return found
+    if importlib.util.find_spec(package) is None:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def required_version(package: str, peer: str, python: str | None, env: str,
+                     install: str) -> str:
+    """:func:`installed_version` of the peer's worker environment (``python``, else ``env``'s
+    Python, else this one); PeerUnavailable saying how to ``install`` it when it is missing."""
+    other = other_python(python, env)
+    found = installed_version(package, peer, other)
+    if found is None:
+        where = f" in the environment of {other}" if other else ""
+        raise PeerUnavailable(f"{peer} is not installed{where} (an optional peer): {install}; "
+                              f"or name the Python of an environment that has it in {env}")
+    return found
+
+
+@functools.cache
+def _versions(python: str, package: str) -> tuple[str | None, str | None]:
+    """The versions of ``package`` and rfcircuits in the environment of ``python`` (None: not
+    installed there, or ``python`` does not run), as the worker would find them (run from
+    a directory of no package)."""
+    code = ("import importlib.metadata as m, json, sys\n"
+            "try:\n"
+            "    found = m.version(sys.argv[1])\n"
+            "except m.PackageNotFoundError:\n"
+            "    found = None\n"
+            "try:\n"
+            "    import rfcircuits\n"
+            "    ours = rfcircuits.__version__\n"
+            "except ImportError:\n"
+            "    ours = None\n"
+            "print(json.dumps([found, ours]))")
+    try:
+        done = subprocess.run([python, "-c", code, package], capture_output=True, text=True,
+                              timeout=VERSION_SECONDS, cwd=tempfile.gettempdir())
+        found, ours = json.loads(done.stdout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None, None
+    return found, ours
 
 
 def kill_group(proc: subprocess.Popen[Any]) -> None:
