@@ -132,9 +132,15 @@ def test_a_peer_exact_for_its_model_keeps_its_promises_and_each_finding_has_a_wo
 
 
 def test_the_witness_shows_both_sums_and_the_reason():
-    task = _task(171)  # the first seed where a sufficient reason of the peer's fails exactly
-    report = _grade(task, model_of(task.forest))
-    f = next(f for f in report.findings if f.promise == "sufficient")
+    # the first seed where a sufficient reason of the peer's fails exactly (seeds draw forests
+    # through the strategies, so the seed is searched, not fixed)
+    for seed in range(1000):
+        task = _task(seed)
+        report = _grade(task, model_of(task.forest))
+        f = next((f for f in report.findings if f.promise == "sufficient"), None)
+        if f is not None:
+            break
+    assert f is not None
     assert f.evidence_world == f.model_witness.world  # the world that escapes it exactly
     doc = f.to_json(task.forest)
     assert doc["kind"] == "definition" and doc["reason"] == "weights in tenths, strict wins"
