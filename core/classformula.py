@@ -21,12 +21,14 @@ feasible states).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from rfcircuits.errors import check_choice
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
 from rfcircuits.nnf import FALSE, TRUE, NNF
 from rfcircuits.binarysum import at_least_binary, width
@@ -119,11 +121,18 @@ def soft_pair_outputs(forest: Forest, i: int, j: int, strict: Sequence[bool], op
 #: adders of the binary sum.
 UNARY_PER_TREE = 8
 DIAGRAM_SPANS_PER_ADDER = 4
+#: :func:`soft_comparison`'s methods: ``auto`` takes the first that fits; the others force
+#: theirs, so that tests and fuzzing reach each (they compare the same sums, exactly).
+COMPARISONS = ("auto", "unary", "diagram", "binary")
+#: A forced ``unary`` comparison refuses values that add up to more units than this.
+UNARY_MAX_UNITS = 1 << 12
 
 
 def soft_comparison(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
-                    needs: Sequence[int], ops: Ops[T], true: T) -> list[T]:
-    """The NNF comparison of soft votes ``[Σ_t d_t >= K]``, by the first of three that fits:
+                    needs: Sequence[int], ops: Ops[T], true: T,
+                    method: str = "auto") -> list[T]:
+    """The NNF comparison of soft votes ``[Σ_t d_t >= K]``, by the first of three that fits
+    (``method`` ``auto``), or by the one ``method`` names:
 
     - **unary**: small integer values (probabilities of pure leaves, unit weights) counted by
       the odd-even network of paper Alg. 1–2, each tree's value ``d`` its inputs
@@ -141,7 +150,9 @@ def soft_comparison(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]
     divisor = math.gcd(*(x - v[0] for v in values for x in v)) or 1
     unary = [[(x - v[0]) // divisor for x in v] for v in values]
     total = sum(u[-1] for u in unary)
-    if 0 < total <= UNARY_PER_TREE * n:
+    if method == "unary" and total > UNARY_MAX_UNITS:
+        raise ValueError(f"a unary comparison of {total} units (at most {UNARY_MAX_UNITS})")
+    if method == "unary" or method == "auto" and 0 < total <= UNARY_PER_TREE * n:
         inputs = [_any([a for a, x in zip(tree_atoms, u) if x >= need], ops)
                   for u, tree_atoms in zip(unary, atoms) for need in range(1, u[-1] + 1)]
         ks = [-((low - need) // divisor) for need in needs]  # ceil((need - low) / divisor)
@@ -149,12 +160,16 @@ def soft_comparison(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]
         outputs = dict(zip(inner, evaluate(network(len(inputs)), inputs, inner, ops.max,
                                            ops.min, ops.false))) if inner else {}
         return [true if k < 1 else ops.false if k > total else outputs[k] for k in ks]
-    adders = n * (width(values) + n.bit_length())
-    try:
-        return at_least(values, atoms, needs, ops, true,
-                        max_spans=DIAGRAM_SPANS_PER_ADDER * adders)
-    except DiagramTooLarge:
-        return at_least_binary(values, atoms, needs, ops, true)
+    if method == "diagram":
+        return at_least(values, atoms, needs, ops, true)
+    if method == "auto":
+        adders = n * (width(values) + n.bit_length())
+        try:
+            return at_least(values, atoms, needs, ops, true,
+                            max_spans=DIAGRAM_SPANS_PER_ADDER * adders)
+        except DiagramTooLarge:
+            pass
+    return at_least_binary(values, atoms, needs, ops, true)
 
 
 def _any(formulas: Sequence[T], ops: Ops[T]) -> T:
@@ -225,13 +240,17 @@ class NNFCompilation:
 
 
 def compile_nnf(forest: Forest, ties: str = "first",
-                progress: Callable[[int, int, Sized], None] | None = None) -> NNFCompilation:
+                progress: Callable[[int, int, Sized], None] | None = None,
+                comparison: str = "auto") -> NNFCompilation:
     """Paper Alg. 3: every class formula ``R^c`` as an NNF circuit.
 
     ``progress(done, total, nnf)`` is called after each comparison network (``len(nnf)``:
     the nodes so far). Per-class seconds include an even share of the tree stage: they add up.
+    ``comparison``: how soft votes are compared (:func:`soft_comparison`'s ``method``).
     """
     check_ties(ties)
+    check_choice("comparison", comparison, COMPARISONS)
+    compare = functools.partial(soft_comparison, method=comparison)
     start = time.perf_counter()
     nnf = NNF(forest.features)
 
@@ -259,7 +278,7 @@ def compile_nnf(forest: Forest, ties: str = "first",
                 parts.append(soft_pair_outputs(
                     forest, cmp.i, cmp.j, [cmp.strict], ops, TRUE,
                     lambda trees, m: [tree_formulas(t, m, leaf, branch)[0] for t in trees],
-                    soft_comparison)[0])
+                    compare)[0])
             done += 1
             if progress:
                 progress(done, total, nnf)

@@ -45,11 +45,13 @@ class CircuitCNF:
     makes every model a model of the formula), numbered from ``feature_vars + 1`` on. One
     solver per goal holds only that class's circuit, so its decisions never wander into
     other classes' comparisons, and its models are as long as its own circuit.
-    ``nnf_nodes`` is the size of the whole circuit.
+    ``nnf_nodes`` is the size of the whole circuit; ``comparison`` is how it compares soft
+    votes (:func:`rfcircuits.classformula.compile_nnf`'s).
     """
 
     def __init__(self, forest: Forest, ties: str = "first",
-                 progress: Callable[[int, int, Sized], None] | None = None) -> None:
+                 progress: Callable[[int, int, Sized], None] | None = None,
+                 comparison: str = "auto") -> None:
         check_ties(ties)
         self.forest = forest
         self.ties = ties
@@ -60,7 +62,7 @@ class CircuitCNF:
             self._feature(feature.n_states)
         #: The features' variables are 1 .. feature_vars.
         self.feature_vars = self._features.top
-        comp = compile_nnf(forest, ties, progress=progress)
+        comp = compile_nnf(forest, ties, progress=progress, comparison=comparison)
         #: The circuit: ``nnf``'s node ``roots[c]`` is ``R^c``.
         self.nnf = comp.nnf
         self.roots = comp.roots

@@ -36,6 +36,7 @@ from rfcircuits import circuits
 from rfcircuits._engine_abc import Engine, Timings
 from rfcircuits.atomicio import atomic_open
 from rfcircuits.budget import default_max_nodes
+from rfcircuits.classformula import COMPARISONS
 from rfcircuits.dgcompile import DGCompilation
 from rfcircuits.errors import BudgetExceeded, InputError, check_choice
 from rfcircuits.explanation import ALL_WHAT, Explanation, What, what_keys
@@ -102,6 +103,11 @@ class Explainer:
         ``"auto"`` projecting where that is cheap enough.
     order : {"auto", "depth", "usage", "force", "index"} or sequence of int
         Decision graphs: the features' order, or how to choose it.
+    comparison : {"auto", "unary", "diagram", "binary"}
+        SAT engine, soft votes: how the circuits compare the sums of weights. ``"auto"``
+        takes the first that fits (a sorting network for small integers, a decision diagram
+        while it stays small, else a binary adder); the others force one. All are exact: the
+        choice changes sizes and times, never an answer (the checks try each).
     compiled : optional
         This forest's decision graphs, compiled already by the caller (the checks do).
     progress : callable, optional
@@ -118,7 +124,7 @@ class Explainer:
                  limit_items: int | None = LIMIT_ITEMS,
                  sr_method: SrMethod = "dual", order: Order | Sequence[int] = "auto",
                  robust_method: RobustMethod = "search", nr_method: NrMethod = "auto",
-                 compiled: DGCompilation | None = None,
+                 comparison: str = "auto", compiled: DGCompilation | None = None,
                  progress: Callable[[int, int, Sized], None] | None = None) -> None:
         if not isinstance(forest, Forest):
             raise InputError(f"Explainer takes a Forest, not a {type(forest).__name__} (a "
@@ -146,7 +152,8 @@ class Explainer:
                                        nr_method=nr_method, compiled=compiled,
                                        progress=progress)
         self._sat = SatEngine(forest, ties, limit_seconds=limit_seconds,
-                              limit_items=limit_items, progress=progress)
+                              limit_items=limit_items, progress=progress,
+                              comparison=check_choice("comparison", comparison, COMPARISONS))
         self._given = compiled is not None
         self._engine: Engine | None = None
         self._probe: tuple[Instance, tuple[str, ...], Explanation] | None = None

@@ -243,7 +243,8 @@ class SatEngine:
     def __init__(self, forest: Forest, ties: str = "first", *,
                  limit_seconds: float | None = LIMIT_SECONDS,
                  limit_items: int | None = LIMIT_ITEMS,
-                 progress: Callable[[int, int, Sized], None] | None = None) -> None:
+                 progress: Callable[[int, int, Sized], None] | None = None,
+                 comparison: str = "auto") -> None:
         check_ties(ties)
         if limit_seconds is not None and not limit_seconds > 0:
             raise InputError(f"limit_seconds must be positive or None, not {limit_seconds!r}")
@@ -254,6 +255,8 @@ class SatEngine:
         self.limit_seconds = limit_seconds
         self.limit_items = limit_items
         self._progress = progress
+        #: How the circuits compare soft votes (:func:`rfcircuits.classformula.soft_comparison`).
+        self.comparison = comparison
         self._cnf: CircuitCNF | None = None
         self._goals: dict[tuple[int, bool], _Goal] = {}
 
@@ -261,7 +264,7 @@ class SatEngine:
     def cnf(self) -> CircuitCNF:
         """The class formulas' CNF (compiled on first use)."""
         if self._cnf is None:
-            self._cnf = CircuitCNF(self.forest, self.ties, self._progress)
+            self._cnf = CircuitCNF(self.forest, self.ties, self._progress, self.comparison)
         return self._cnf
 
     def compile(self, negated: bool = False) -> None:

@@ -36,8 +36,8 @@ from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.harness import ORACLES, crosscheck
 from rfcircuits.crosscheck.parallel import open_backend, run_tasks
 from rfcircuits.crosscheck.shrink import shrink
-from rfcircuits.crosscheck.strategies import (GENERAL, Limits, random_forest, random_instance,
-                                              soften)
+from rfcircuits.crosscheck.strategies import (COARSE_WEIGHTS, GENERAL, SOFT_WEIGHTS, Limits,
+                                              random_forest, random_instance, soften)
 
 REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
@@ -45,6 +45,12 @@ INSTANCES_PER_CASE = 3
 GENERAL_WHAT = ("robust", "gsr", "gnr", "flips")
 #: The native engines every case runs through (the SAT engine with no limits: complete).
 ENGINES = ("graphs", "sat")
+#: Soft cases take these weights and ways of comparing soft votes in turn, so that each of
+#: the NNF circuits' comparisons (:func:`rfcircuits.classformula.soft_comparison`) meets the
+#: oracles: on tiny forests ``auto`` makes a decision diagram of fine weights and a unary
+#: network of coarse ones, and binary adders only when forced.
+SOFT_PLAN = ((SOFT_WEIGHTS, "auto"), (COARSE_WEIGHTS, "auto"), (SOFT_WEIGHTS, "binary"),
+             (COARSE_WEIGHTS, "diagram"))
 
 
 @dataclass
@@ -56,18 +62,25 @@ class Summary:
     interrupted: bool = False
 
 
-def make_case(seed: int, k: int, limits: Limits,
-              stream: str = "") -> tuple[Forest, list[Instance]]:
+def make_case(seed: int, k: int, limits: Limits, stream: str = "",
+              weights: tuple[float, ...] = SOFT_WEIGHTS) -> tuple[Forest, list[Instance]]:
     """Case ``k`` of a fuzz run with ``seed`` (of the named ``stream``, if any). Soft cases
-    (``limits.votes``) are the hard case's forest and instances with weights drawn from a
-    stream of their own, so that hard cases stay what they were."""
+    (:func:`soft_case`) are the hard case's forest and instances with ``weights`` drawn from
+    a stream of their own, so that hard cases stay what they were."""
     name = f"{seed}/{k}/{stream}" if stream else f"{seed}/{k}"
     rng = random.Random(name)
     forest = random_forest(rng, limits)
     instances = [random_instance(rng, forest) for _ in range(INSTANCES_PER_CASE)]
-    if limits.votes == "soft" or limits.votes == "mixed" and k % 2:
-        forest = soften(forest, random.Random(name + "/soft"))
+    if soft_case(k, limits) is not None:
+        forest = soften(forest, random.Random(name + "/soft"), weights)
     return forest, instances
+
+
+def soft_case(k: int, limits: Limits) -> int | None:
+    """Which soft case of its run case ``k`` is (0, 1, …), or None for a hard case."""
+    if limits.votes == "soft":
+        return k
+    return k // 2 if limits.votes == "mixed" and k % 2 else None
 
 
 def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
@@ -81,9 +94,11 @@ def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
         plans.append(("general", GENERAL, ("bdd",), GENERAL_WHAT, False))
     checks, found = 0, []
     for stream, case_limits, used, what, formulas in plans:
-        forest, instances = make_case(seed, k, case_limits, stream)
+        j = soft_case(k, case_limits)
+        weights, comparison = SOFT_PLAN[j % len(SOFT_PLAN)] if j is not None else SOFT_PLAN[0]
+        forest, instances = make_case(seed, k, case_limits, stream, weights)
         made, failed = _check_case(forest, instances, seed, k, stream, used, what, formulas,
-                                   engines)
+                                   engines, comparison)
         checks += made
         found.extend(failed)
     return checks, found
@@ -91,14 +106,17 @@ def run_case(seed: int, k: int, limits: Limits, oracles: tuple[str, ...],
 
 def _check_case(forest: Forest, instances: list[Instance], seed: int, k: int, stream: str,
                 used: tuple[str, ...], what: tuple[str, ...], formulas: bool,
-                engines: tuple[str, ...]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
-    """One forest's checks under both tie policies and each engine: their number, and the
-    failures shrunk, as repro file names and documents."""
+                engines: tuple[str, ...], comparison: str = "auto",
+                ) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """One forest's checks under both tie policies and each engine (the NNF circuits'
+    soft votes compared by ``comparison``): their number, and the failures shrunk, as repro
+    file names and documents."""
     checks, found = 0, []
     for ties, engine in itertools.product(TIES, engines):
         def check(f: Forest, xs: list[Instance], ties: str = ties,
                   engine: str = engine) -> Any:
-            report = crosscheck(f, xs, ties, used, what, formulas, seed=k, engine=engine)
+            report = crosscheck(f, xs, ties, used, what, formulas, seed=k, engine=engine,
+                                comparison=comparison)
             if report.interrupted:  # Ctrl-C: a partial report is no case (nor a shrink step)
                 raise KeyboardInterrupt
             return report
@@ -117,13 +135,14 @@ def _check_case(forest: Forest, instances: list[Instance], seed: int, k: int, st
         found.append((f"case-{name}.json",
                       repro(small, xs, ties, check(small, xs).disagreements, seed, k,
                             original=(len(forest.trees), len(forest.features)),
-                            engine=engine)))
+                            engine=engine, comparison=comparison)))
     return checks, found
 
 
 def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: list[Any],
           seed: int | None = None, case: int | None = None,
-          original: tuple[int, int] | None = None, engine: str = "graphs") -> dict[str, Any]:
+          original: tuple[int, int] | None = None, engine: str = "graphs",
+          comparison: str = "auto") -> dict[str, Any]:
     """A ``rfcircuits.repro/1`` document (replayable with ``crosscheck --replay``)."""
     doc: dict[str, Any] = {
         "format": REPRO_FORMAT, "ties": ties, "engine": engine, "forest": forest.to_json(),
@@ -133,6 +152,8 @@ def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: l
         doc.update(seed=seed, case=case)
     if original is not None:
         doc["shrunk_from"] = {"trees": original[0], "features": original[1]}
+    if comparison != "auto":
+        doc["comparison"] = comparison
     return doc
 
 

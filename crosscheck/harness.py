@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rfcircuits.classformula import compile_nnf
+from rfcircuits.classformula import COMPARISONS, compile_nnf
 from rfcircuits.dgcompile import DGCompilation, compile_dg
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.errors import check_choice
@@ -229,7 +229,7 @@ class Crosscheck:
                  oracles: Sequence[str] = ORACLES, seed: int = 0,
                  max_nodes: int | None = None, progress: Progress | None = None,
                  also_ties: Sequence[str] = (), engine: str = "graphs",
-                 limits: dict[str, Any] | None = None) -> None:
+                 limits: dict[str, Any] | None = None, comparison: str = "auto") -> None:
         unknown = sorted(set(oracles) - set(ORACLES))
         if unknown:
             raise InputError(f"--oracles: unknown oracle {unknown[0]!r} "
@@ -239,6 +239,8 @@ class Crosscheck:
         self.engine = engine
         #: The SAT engine's per-instance limits (none by default: complete answers).
         self.limits = limits or {"limit_seconds": None, "limit_items": None}
+        #: How the NNF circuits compare soft votes (compile_nnf's ``comparison``).
+        self.comparison = check_choice("comparison", comparison, COMPARISONS)
         self.forest = forest
         self.ties = ties
         #: Tie policies checked next, whose class formulas the compile makes too (compile_dg's
@@ -317,7 +319,8 @@ class Crosscheck:
         progress = self.progress
         self._stage("compiling nnf")
         forms["nnf"] = self._guard("formula nnf", ("native", "-"), None,
-                                   lambda: compile_nnf(forest, ties, progress=progress))
+                                   lambda: compile_nnf(forest, ties, progress=progress,
+                                                       comparison=self.comparison))
         # One compile serves both forms: Alg. 3A's keeps Alg. 3B's conjuncts (roots_3b), and
         # the explanations reuse them (a large forest's graphs are compiled once, not thrice).
         if self.engine != "sat":
@@ -380,7 +383,7 @@ class Crosscheck:
         """The SAT engine's CNF, compiled (checked as the form ``cnf``)."""
         if self._sat is None:
             self._sat = SatEngine(self.forest, self.ties, limit_seconds=None, limit_items=None,
-                                  progress=self.progress)
+                                  progress=self.progress, comparison=self.comparison)
             self._sat.compile()
         return self._sat
 
@@ -477,6 +480,7 @@ class Crosscheck:
         at its first instance."""
         explainer = Explainer(self.forest, self.ties, engine=self.engine,
                               max_nodes=self.max_nodes, **self.limits,
+                              comparison=self.comparison,
                               compiled=self.compiled_3b if self.engine == "graphs" else None)
         # On small forests every combination of SR, robustness and NR methods faces the
         # oracles, chosen per instance (by its states: fuzz cases have three instances); on
@@ -836,7 +840,8 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
                progress: Callable[[int, int], None] | None = None, jobs: int = 1,
                start: int = 0, on_unit: OnUnit | None = None,
                also_ties: Sequence[str] = (), dask: str | None = None,
-               engine: str = "graphs", limits: dict[str, Any] | None = None) -> Report:
+               engine: str = "graphs", limits: dict[str, Any] | None = None,
+               comparison: str = "auto") -> Report:
     """Compare the native engine with the oracles on a forest and its instances; the native
     engine stops (its checks skipped) when its decision graphs exceed ``max_nodes``.
     ``progress(done, total)`` is called per instance (a :class:`Progress` also shows each
@@ -851,10 +856,11 @@ def crosscheck(forest: Forest, instances: Sequence[Instance], ties: str = "first
 
     ``engine``: the native engine checked, ``graphs``, ``sat`` (with its per-instance
     ``limits``, by default none), or ``auto`` as :class:`rfcircuits.Explainer` chooses; the
-    report's ``engine`` says which answered."""
+    report's ``engine`` says which answered. ``comparison``: how the NNF circuits compare
+    soft votes (:func:`rfcircuits.classformula.soft_comparison`'s methods)."""
     run = Crosscheck(forest, ties, oracles, seed, max_nodes,
                      progress if isinstance(progress, Progress) else None, also_ties,
-                     engine=engine, limits=limits)
+                     engine=engine, limits=limits, comparison=comparison)
     try:
         if formulas:
             run.class_formulas()

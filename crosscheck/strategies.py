@@ -69,6 +69,9 @@ def random_forest(rng: random.Random, limits: Limits = Limits()) -> Forest:
 #: 0.7 are not dyadic, so their float64 values make sums that only nearly tie; negatives as
 #: boosted trees have.
 SOFT_WEIGHTS = (0.0, 0.5, 1.0, 1 / 3, 2 / 3, 0.1, 0.2, 0.7, -0.1, -1 / 3, -1.0)
+#: Weights in halves: a tree's differences of sums span at most 8 halves, small integers as
+#: the probabilities of pure leaves are (the SAT engine then compares them in unary).
+COARSE_WEIGHTS = (0.0, 0.5, 1.0, 1.5, -0.5)
 
 
 def random_soft_forest(rng: random.Random, limits: Limits = Limits(),

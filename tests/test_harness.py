@@ -116,6 +116,28 @@ def test_shrinking_and_repro_files_keep_the_input_dtype(tmp_path, capsys):
     assert forest_from_json(doc["forest"]) == small
 
 
+def test_a_repro_replays_the_comparison_of_soft_votes_it_was_found_with(tmp_path, monkeypatch,
+                                                                        capsys):
+    import rfcircuits.classformula as classformula
+    from rfcircuits.crosscheck.strategies import soften
+
+    f = soften(random_forest(random.Random(5), Limits(max_trees=3)), random.Random(6))
+    xs = [random_instance(random.Random(7), f)]
+    doc = repro(f, xs, "first", [], engine="sat", comparison="binary")
+    assert doc["comparison"] == "binary" and "comparison" not in repro(f, xs, "first", [])
+    (tmp_path / "r.json").write_text(json.dumps(doc))
+    used = []
+    real = classformula.at_least_binary
+    monkeypatch.setattr(classformula, "at_least_binary",
+                        lambda *a, **k: used.append(1) or real(*a, **k))
+    assert main(["crosscheck", "--replay", str(tmp_path / "r.json"), "--no-progress"]) == 0
+    assert used  # the tiny forest's comparisons would be diagrams, unforced
+    (tmp_path / "r.json").write_text(json.dumps({**doc, "comparison": "abacus"}))
+    assert main(["crosscheck", "--replay", str(tmp_path / "r.json"), "--no-progress"]) == 2
+    assert "comparison 'abacus' is not one of auto, unary, diagram, binary" in \
+        capsys.readouterr().err
+
+
 def test_crosscheck_cli_and_replay(tmp_path, monkeypatch, capsys):
     f, xs = susan_case()
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))

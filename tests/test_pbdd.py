@@ -4,7 +4,9 @@ formulas both engines build from them, and explanations, against the brute-force
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 import random
 import time
 
@@ -12,9 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfcircuits.classformula import Ops, compile_nnf, soft_comparison
+from rfcircuits import classformula
+from rfcircuits.classformula import UNARY_MAX_UNITS, Ops, compile_nnf, soft_comparison
+from rfcircuits.crosscheck.fuzz import SOFT_PLAN, make_case, soft_case
 from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import random_forest, random_instance, random_soft_forest
+from rfcircuits.crosscheck.strategies import (Limits, random_forest, random_instance,
+                                              random_soft_forest)
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.dgraph import DG
 from rfcircuits.errors import BudgetExceeded
@@ -29,7 +34,12 @@ def soft_forest(seed: int) -> Forest:
 
 # -- the diagram alone, on sets of choices --------------------------------------------------
 
-@pytest.mark.parametrize("compare", [at_least, at_least_binary, soft_comparison])
+COMPARES = {"diagram": at_least, "binary": at_least_binary, "auto": soft_comparison,
+            **{f"forced {m}": functools.partial(soft_comparison, method=m)
+               for m in ("unary", "diagram", "binary")}}
+
+
+@pytest.mark.parametrize("compare", COMPARES.values(), ids=COMPARES.keys())
 @settings(max_examples=300, deadline=None)
 @given(values=st.lists(st.lists(st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 3), min_size=1,
                          max_size=4, unique=True), min_size=0, max_size=5),
@@ -38,8 +48,16 @@ def soft_forest(seed: int) -> Forest:
 def test_comparisons_hold_exactly_on_the_choices_whose_sum_reaches_the_need(compare, values,
                                                                             needs):
     """Formulas are sets of choice vectors (one value index per tree): ∨ is union, ∧
-    intersection, so the circuit's result can be compared with every choice's sum."""
+    intersection, so the circuit's result can be compared with every choice's sum. A forced
+    unary comparison takes small integers only (each unit is an input of its network)."""
     values = [sorted(v) for v in values]
+    divisor = math.gcd(*(x - v[0] for v in values for x in v)) or 1
+    units = sum((v[-1] - v[0]) // divisor for v in values)  # the network's inputs
+    if compare is COMPARES["forced unary"] and units > UNARY_MAX_UNITS:
+        with pytest.raises(ValueError, match="unary comparison"):
+            compare(values, [[None] * len(v) for v in values], needs, None, None)
+        values = [[x % 7 for x in v] for v in values]  # 0..6: at most 6 units a tree
+        values = [sorted(set(v)) for v in values]
     everything = frozenset(itertools.product(*(range(len(v)) for v in values)))
     atoms = [[frozenset(c for c in everything if c[t] == k) for k in range(len(v))]
              for t, v in enumerate(values)]
@@ -51,6 +69,26 @@ def test_comparisons_hold_exactly_on_the_choices_whose_sum_reaches_the_need(comp
 
 
 # -- class formulas of both engines ---------------------------------------------------------
+
+def test_fuzz_soft_cases_reach_every_comparison_of_soft_votes(monkeypatch):
+    """fuzz's soft cases (SOFT_PLAN) take each way the NNF circuits compare soft votes: the
+    unary network (``evaluate``), the decision diagram and the binary adders."""
+    used: list[str] = []
+    for name in ("evaluate", "at_least", "at_least_binary"):
+        real = getattr(classformula, name)
+        monkeypatch.setattr(classformula, name, functools.partial(
+            lambda real, name, *a, **k: used.append(name) or real(*a, **k), real, name))
+    limits = Limits(votes="mixed")
+    reached = {}
+    for k in range(1, 2 * 3 * len(SOFT_PLAN), 2):
+        weights, comparison = SOFT_PLAN[soft_case(k, limits) % len(SOFT_PLAN)]
+        forest, _ = make_case(0, k, limits, "", weights)
+        used.clear()
+        compile_nnf(forest, "first", comparison=comparison)
+        reached.setdefault(comparison, set()).update(used)
+    assert reached == {"auto": {"evaluate", "at_least"}, "binary": {"at_least_binary"},
+                       "diagram": {"at_least"}}
+
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2 ** 32), st.sampled_from(["first", "all"]))

@@ -333,6 +333,7 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     that an interrupted run (finished units kept, exit 128 + signal) can be resumed."""
     from rfcircuits.atomicio import check_output, record_output, write_json
     from rfcircuits.crosscheck.fuzz import repro
+    from rfcircuits.classformula import COMPARISONS
     from rfcircuits.crosscheck.harness import Disagreement, Outcome, Report, crosscheck
 
     if args.replay:
@@ -348,12 +349,17 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
             args.engine = doc.get("engine", "graphs")
             if args.engine not in ("graphs", "sat"):
                 raise InputError(f"{args.replay}: engine {args.engine!r} is not graphs or sat")
+        comparison = doc.get("comparison", "auto")
+        if comparison not in COMPARISONS:
+            raise InputError(f"{args.replay}: comparison {comparison!r} is not one of "
+                             f"{', '.join(COMPARISONS)}")
     else:
         if not args.forest or not args.instances:
             raise InputError("give --forest and --instances, or --replay")
         forest = load_forest(args.forest)
         instances = read_instances(args.instances, forest, args.target)
         ties_list = list(TIES) if args.ties == "both" else [args.ties]
+        comparison = "auto"
     what = parse_what(args.what) if args.what != "all" else ALL_WHAT
     oracles = _oracles(args.oracles)
     budget = max_nodes(args)
@@ -411,7 +417,8 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
                         formulas="formulas" in todo, max_nodes=budget, progress=bar,
                         jobs=args.jobs, start=len(done) - ("formulas" in done),
                         on_unit=functools.partial(keep, ties) if out else None,
-                        also_ties=later, dask=dask, engine=args.engine, limits=limits(args))
+                        also_ties=later, dask=dask, engine=args.engine, limits=limits(args),
+                        comparison=comparison)
                 report.outcomes.extend(new.outcomes)
                 report.disagreements.extend(new.disagreements)
                 report.explained, report.interrupted = new.explained, new.interrupted
