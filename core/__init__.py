@@ -63,8 +63,8 @@ if TYPE_CHECKING:
 __version__ = "0.2.0"
 
 __all__ = ["BACKEND", "BudgetExceeded", "Explainer", "Explanation", "Forest", "InputError",
-           "__version__", "crosscheck", "from_sklearn", "grade_peer", "load_explainer",
-           "load_forest", "verify"]
+           "__version__", "crosscheck", "from_lightgbm", "from_sklearn", "from_xgboost",
+           "grade_peer", "load_explainer", "load_forest", "verify"]
 
 #: The module defining each name imported on first use (:func:`__getattr__`).
 _LAZY = {
@@ -118,3 +118,29 @@ def from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
     from rfcircuits.sklearn_import import forest_from_sklearn  # NumPy: only when needed
 
     return forest_from_sklearn(model, feature_names, class_names, votes=votes)
+
+
+def from_xgboost(model: Any, feature_names: Sequence[str] | None = None,
+                 class_names: Sequence[Any] | None = None) -> Forest:
+    """The forest of an XGBoost classifier (a fitted ``XGBClassifier``, a ``Booster``, or
+    the parsed JSON document of one): soft votes, deciding what ``predict`` decides, the
+    largest exact sum of the leaves' margins and the base score, read as XGBoost's float32.
+
+    Names as :func:`from_sklearn`'s (the booster's feature names when it has them). Raises
+    :class:`InputError` for an objective or booster that is not a classifier's trees.
+    """
+    from rfcircuits.boosted_import import forest_from_xgboost
+
+    return forest_from_xgboost(model, feature_names, class_names)
+
+
+def from_lightgbm(model: Any, feature_names: Sequence[str] | None = None,
+                  class_names: Sequence[Any] | None = None) -> Forest:
+    """The forest of a LightGBM classifier (a fitted ``LGBMClassifier``, a ``Booster``, or
+    the dictionary its ``dump_model()`` returns): soft votes, deciding what ``predict``
+    decides, the largest exact sum of the leaves' scores. Names as :func:`from_sklearn`'s.
+    Raises :class:`InputError` for an objective that is not a classifier's.
+    """
+    from rfcircuits.boosted_import import forest_from_lightgbm
+
+    return forest_from_lightgbm(model, feature_names, class_names)

@@ -65,6 +65,29 @@ def test_xgboost_decides_as_predict(load, objective):
 
 
 @XGBOOST
+@LIGHTGBM
+def test_the_api_imports_boosted_classifiers_as_predict_decides():
+    import lightgbm
+    import xgboost
+
+    import rfcircuits
+
+    X, y = data("iris")
+    names = [f"f{i}" for i in range(X.shape[1])]
+    for model, make in ((xgboost.XGBClassifier(n_estimators=5, max_depth=2, random_state=0),
+                         rfcircuits.from_xgboost),
+                        (lightgbm.LGBMClassifier(n_estimators=5, max_depth=2, random_state=0,
+                                                 verbose=-1), rfcircuits.from_lightgbm)):
+        model.fit(X, y)
+        forest = make(model, feature_names=names, class_names=["a", "b", "c"])
+        assert forest.voting == "soft" and [f.name for f in forest.features] == names
+        assert forest.classes == ("a", "b", "c")
+        explainer = rfcircuits.Explainer(forest)
+        assert [e.decision for e in explainer.explain_many(X[::10], what=[])] == \
+            model.predict(X[::10]).tolist()
+
+
+@XGBOOST
 def test_xgboost_margins_are_its_float32_sums_in_tree_order():
     """The leaves and the initial margin are XGBoost's own float32 numbers: added in float32,
     tree by tree, they give its ``output_margin`` bit for bit (so the near-tie bound is about
