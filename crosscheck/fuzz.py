@@ -48,9 +48,10 @@ ENGINES = ("graphs", "sat")
 #: Soft cases take these weights and ways of comparing soft votes in turn, so that each of
 #: the NNF circuits' comparisons (:func:`rfcircuits.classformula.soft_comparison`) meets the
 #: oracles: on tiny forests ``auto`` makes a decision diagram of fine weights and a unary
-#: network of coarse ones, and binary adders only when forced.
+#: network of coarse ones, and binary adders only when forced; forcing each also checks what
+#: ``auto`` would not choose (a unary network where ``auto`` finds no units to count).
 SOFT_PLAN = ((SOFT_WEIGHTS, "auto"), (COARSE_WEIGHTS, "auto"), (SOFT_WEIGHTS, "binary"),
-             (COARSE_WEIGHTS, "diagram"))
+             (COARSE_WEIGHTS, "diagram"), (COARSE_WEIGHTS, "unary"), (COARSE_WEIGHTS, "binary"))
 
 
 @dataclass

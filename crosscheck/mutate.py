@@ -49,7 +49,7 @@ PACKAGE_DIRS = {"rfcircuits/crosscheck/": Path(__file__).resolve().parent,
                 "rfcircuits/": Path(rfcircuits.__file__).resolve().parent}
 DEFAULT_MODULES = tuple(f"rfcircuits/{name}.py" for name in (
     "sortnet", "classformula", "apply", "dgcompile", "reasons", "primes", "general",
-    "robustness", "dgstore", "totalizer", "projections", "boxes"))
+    "robustness", "dgstore", "totalizer", "projections", "boxes", "pbdd", "binarysum"))
 EQUIVALENT_FILE = Path(__file__).resolve().parent / "EQUIVALENT_MUTANTS.md"
 FUZZ_SEED = 1
 

@@ -87,7 +87,7 @@ def test_fuzz_soft_cases_reach_every_comparison_of_soft_votes(monkeypatch):
         compile_nnf(forest, "first", comparison=comparison)
         reached.setdefault(comparison, set()).update(used)
     assert reached == {"auto": {"evaluate", "at_least"}, "binary": {"at_least_binary"},
-                       "diagram": {"at_least"}}
+                       "diagram": {"at_least"}, "unary": {"evaluate"}}
 
 
 @settings(max_examples=60, deadline=None)
