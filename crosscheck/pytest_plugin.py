@@ -257,9 +257,11 @@ class CorpusField(pytest.Item):
     """The test of one field of one case."""
 
     def runtest(self) -> None:
+        from rfcircuits.crosscheck.adapters.base import adapter_votes
+
         case: CorpusCase = self.parent  # type: ignore[assignment]
-        if case.entry["forest"].get("votes") == "soft" and \
-                getattr(case.run.adapter, "votes", "hard") != "soft":
+        soft = case.entry["forest"].get("votes") == "soft"
+        if soft and adapter_votes(case.run.adapter) != "soft":
             pytest.skip("a forest of soft votes; the adapter explains hard votes (declare "
                         "votes = 'soft' if it explains the sums)")
         message = case.outcome().failure(self.name)
