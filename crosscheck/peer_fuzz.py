@@ -83,7 +83,6 @@ import re
 import signal
 import threading
 import time
-import traceback
 from collections import Counter
 from fractions import Fraction
 from collections.abc import Iterator, Sequence
@@ -100,7 +99,8 @@ from rfcircuits.progress import Progress
 from rfcircuits.boosted_import import forest_from_xgboost, library_of
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
-                                                 adapter_model, adapter_votes, protocol_error)
+                                                 adapter_model, adapter_votes, error_text,
+                                                 protocol_error)
 from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peer_repro import peer_repro
 from rfcircuits.crosscheck.peers import PeerData
@@ -495,7 +495,7 @@ def _messages(adapter: Any, task: Task) -> Iterator[tuple[str, Any]]:
         for answer in adapter.explain(task):
             yield "answer", answer
     except Exception as exc:  # the peer's crash is a finding
-        yield "error", _crash_text(exc)
+        yield "error", error_text(exc)
         return
     yield "done", ""
 
@@ -509,17 +509,11 @@ def _child(adapter: Any, task: Task, conn: Any, parent: int, creator: int, mask:
         for message in _messages(adapter, task):
             conn.send(message)
     except Exception as exc:  # an answer that cannot be sent (not picklable)
-        conn.send(("error", "cannot pass on the peer's answer: " + _crash_text(exc)))
+        conn.send(("error", "cannot pass on the peer's answer: " + error_text(exc)))
 
 
 def _exit(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
-
-
-def _crash_text(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    at = f" (at {os.path.basename(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{at}"
 
 
 def _exit_text(code: int | None) -> str:

@@ -9,6 +9,7 @@ by the trees.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import numpy as np
@@ -144,7 +145,8 @@ def test_worker_answers_fails_and_overruns_on_stand_ins(tmp_path, monkeypatch):
     assert answers[0].record["solbert"] == {"implicants": 2, "empty": 0}
     failed = list(adapter.explain(_task(2)))
     assert [a.status for a in failed] == ["error"] * 4
-    assert failed[0].error == "RuntimeError: no model for this forest"
+    assert re.fullmatch(r"RuntimeError: no model for this forest \(at forest/__init__\.py:\d+ "
+                        r"in __init__\)", failed[0].error), failed[0].error
     slow = list(adapter.explain(_task(3, timeout=0.5)))
     assert [a.status for a in slow] == ["timeout"] * 4
     assert slow[0].error == "overran 2 s (0.5 s a row)"

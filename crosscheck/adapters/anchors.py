@@ -58,7 +58,8 @@ import numpy as np
 
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.sklearn_import import instances_from_values
-from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+                                                 error_text)
 
 INSTALL = "pip install anchor-exp"
 OPERATORS = (">", ">=", "<", "<=")
@@ -178,7 +179,7 @@ class AnchorsAdapter:
                 np.asarray(task.X_train, dtype=np.float64), discretizer=self.discretizer)
         except Exception as exc:  # e.g. training data it cannot discretise: every row fails
             for i in range(len(task.rows)):
-                yield Answer(i, "error", error=f"{type(exc).__name__}: {exc}")
+                yield Answer(i, "error", error=error_text(exc))
             return
         caught: dict[str, Any] = {}
         naming = explainer.add_names_to_exp
@@ -209,7 +210,7 @@ class AnchorsAdapter:
                 continue
             except Exception as exc:  # the peer's failure is an answer, not ours
                 yield Answer(i, "error", seconds=time.perf_counter() - start,
-                             error=f"{type(exc).__name__}: {exc}")
+                             error=error_text(exc))
                 continue
             finally:
                 np.random.set_state(saved)

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import importlib
 import numbers
+import traceback
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -236,6 +237,19 @@ def check_adapter(adapter: Any) -> Any:
         if not isinstance(promise, Promise):
             raise TypeError(f"adapter {name!r}: the promise of {key!r} is not a Promise")
     return adapter
+
+
+def error_text(exc: BaseException) -> str:
+    """``Type: message (at dir/file.py:line in function)``: a peer's exception with the
+    innermost frame that raised it, so that a report tells a peer's own failure from the
+    adapter's without a traceback."""
+    text = f"{type(exc).__name__}: {exc}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        where = "/".join(last.filename.replace("\\", "/").split("/")[-2:])
+        text += f" (at {where}:{last.lineno} in {last.name})"
+    return text
 
 
 def adapter_votes(adapter: Any) -> str:

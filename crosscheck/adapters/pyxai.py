@@ -76,7 +76,8 @@ import numpy as np
 from rfcircuits.errors import InputError
 from rfcircuits.boosted_import import library_of, xgboost_document
 from rfcircuits.forest import Forest, Instance, Leaf, Tree, instance_to_json, mask_states
-from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+                                                 error_text)
 from rfcircuits.crosscheck.peer_model import PeerModel
 from rfcircuits.crosscheck.verify import interval_mask
 from rfcircuits.crosscheck.adapters.worker import (Worker, installed_version, other_python,
@@ -223,7 +224,7 @@ def _worker_main(workdir: str) -> None:
             answer["reason"] = None if reason is None else conditions(reason)
             answer["approximate"] = explainer.elapsed_time == Explaining.TIMEOUT
         except Exception as exc:  # PyXAI's failure is a finding, reported per call
-            answer.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            answer.update(status="error", error=error_text(exc))
         answer["seconds"] = time.perf_counter() - start
         answer["peak_mb"] = _peak_mb()
         reply(answer)

@@ -88,7 +88,8 @@ import numpy as np
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, Leaf, read_values
 from rfcircuits.sklearn_import import build_forest
-from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+                                                 error_text)
 from rfcircuits.crosscheck.adapters.worker import Worker, reply
 from rfcircuits.crosscheck.peer_model import PeerModel, winners
 
@@ -365,7 +366,7 @@ def _worker_main(workdir: str) -> None:
             answer["cxps"] = [[int(f) for f in e] for e in cxps]
             answer["prediction"] = int(xrf.enc.target)
         except Exception as exc:  # RFxpl's failure on a row is a finding about that row
-            answer = {"i": i, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            answer = {"i": i, "status": "error", "error": error_text(exc)}
         answer["seconds"] = time.perf_counter() - start
         reply(answer)
 

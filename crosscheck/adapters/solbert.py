@@ -62,7 +62,8 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.forest import Forest, Instance
-from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Promise, Task
+from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+                                                 error_text)
 from rfcircuits.crosscheck.adapters.worker import Worker, other_python, reply, required_version
 from rfcircuits.crosscheck.strategies import state_value
 
@@ -244,7 +245,7 @@ def _worker_main(workdir: str) -> None:
             answer["cuts"] = [[float(v) for v in wrapper.feature_values(f)]
                               for f in range(len(names))]
         except Exception as exc:  # solbert's failure is a finding about the run
-            answer = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            answer = {"status": "error", "error": error_text(exc)}
         answer["seconds"] = time.perf_counter() - start
         reply(answer)
 
