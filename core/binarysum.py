@@ -38,12 +38,14 @@ T = TypeVar("T")
 Rail = tuple[T, T]
 
 
-def width(values: Sequence[Sequence[int]]) -> int:
-    """The bits of the widest tree value after the shift and the common divisor: the size
-    of the sum is about ``len(values) · (width + log2 len(values))`` full adders."""
-    shifted = [x - v[0] for v in values for x in v]
-    divisor = math.gcd(*shifted) or 1
-    return max((x // divisor for x in shifted), default=0).bit_length()
+def normalized(values: Sequence[Sequence[int]]) -> tuple[int, int, list[list[int]]]:
+    """``(low, divisor, units)`` of the trees' ascending ``values``: the least sum
+    ``Σ_t values[t][0]``, the greatest common divisor of every value's distance from its tree's
+    least (1 when there is none), and each tree's values as those distances divided by it
+    (0 first). ``[Σ_t d_t >= K]`` is ``Σ_t u_t >= ceil((K - low) / divisor)``."""
+    low = sum(v[0] for v in values)
+    divisor = math.gcd(*(x - v[0] for v in values for x in v)) or 1
+    return low, divisor, [[(x - v[0]) // divisor for x in v] for v in values]
 
 
 def at_least_binary(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]],
@@ -51,10 +53,7 @@ def at_least_binary(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]
     """Per ``K`` of ``needs``: ``[Σ_t d_t >= K]`` as a circuit of ``ops`` (module docstring),
     the same function as :func:`rfcircuits.pbdd.at_least` of the same arguments. The needs
     share the sum; each has its comparison. O(n · (B + log n)) operations."""
-    low = sum(v[0] for v in values)
-    shifted = [[x - v[0] for x in v] for v in values]
-    divisor = math.gcd(*(x for v in shifted for x in v)) or 1
-    shifted = [[x // divisor for x in v] for v in shifted]
+    low, divisor, shifted = normalized(values)
     top = sum(v[-1] for v in shifted)
     total: list[Rail[T]] = []
     for vals, tree_atoms in zip(shifted, atoms):

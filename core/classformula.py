@@ -22,7 +22,6 @@ feasible states).
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from typing import Generic, TypeVar
 from rfcircuits.errors import check_choice
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
 from rfcircuits.nnf import FALSE, TRUE, NNF
-from rfcircuits.binarysum import at_least_binary, width
+from rfcircuits.binarysum import at_least_binary, normalized
 from rfcircuits.pbdd import DiagramTooLarge, at_least, difference_trees
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
@@ -146,9 +145,7 @@ def soft_comparison(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]
     adders: on iris (100 trees, pure leaves) the adders' SAT engine finds no SR within its
     10 s, the network's finds them all in seconds, as for the hard vote."""
     n = len(values)
-    low = sum(v[0] for v in values)
-    divisor = math.gcd(*(x - v[0] for v in values for x in v)) or 1
-    unary = [[(x - v[0]) // divisor for x in v] for v in values]
+    low, divisor, unary = normalized(values)
     total = sum(u[-1] for u in unary)
     if method == "unary" and total > UNARY_MAX_UNITS:
         raise ValueError(f"a unary comparison of {total} units (at most {UNARY_MAX_UNITS})")
@@ -163,7 +160,8 @@ def soft_comparison(values: Sequence[Sequence[int]], atoms: Sequence[Sequence[T]
     if method == "diagram":
         return at_least(values, atoms, needs, ops, true)
     if method == "auto":
-        adders = n * (width(values) + n.bit_length())
+        # the binary sum's full adders: n · (bits of the widest tree + log2 n)
+        adders = n * (max((u[-1] for u in unary), default=0).bit_length() + n.bit_length())
         try:
             return at_least(values, atoms, needs, ops, true,
                             max_spans=DIAGRAM_SPANS_PER_ADDER * adders)

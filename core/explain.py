@@ -415,6 +415,7 @@ def load_explainer(source: str | os.PathLike[str] | bytes, forest: Forest | None
                    limit_seconds: float | None = LIMIT_SECONDS,
                    limit_items: int | None = LIMIT_ITEMS, sr_method: SrMethod = "dual",
                    robust_method: RobustMethod = "search", nr_method: NrMethod = "auto",
+                   comparison: str = "auto",
                    progress: Callable[[int, int, Sized], None] | None = None) -> Explainer:
     """An :class:`Explainer` of the class formulas :meth:`Explainer.save` saved, read back
     instead of compiled: it answers with the engine saved, byte for byte as the explainer
@@ -432,6 +433,9 @@ def load_explainer(source: str | os.PathLike[str] | bytes, forest: Forest | None
         file's).
     max_nodes, limit_seconds, limit_items, sr_method, robust_method, nr_method, progress
         As for :class:`Explainer`; ``max_nodes`` bounds the graphs made after loading.
+    comparison : optional
+        As for :class:`Explainer`: how the SAT engine's circuits compare soft votes (the
+        file holds the engine chosen, not those circuits, which are compiled again).
 
     Circuits of another forest (by the digest of its canonical JSON) or tie policy, a file of
     a later format, and a damaged file raise :class:`rfcircuits.InputError` naming the file,
@@ -444,7 +448,8 @@ def load_explainer(source: str | os.PathLike[str] | bytes, forest: Forest | None
     explainer = Explainer(saved.forest, saved.ties, engine=saved.engine,  # type: ignore[arg-type]
                           max_nodes=max_nodes, limit_seconds=limit_seconds,
                           limit_items=limit_items, sr_method=sr_method,
-                          robust_method=robust_method, nr_method=nr_method, progress=progress)
+                          robust_method=robust_method, nr_method=nr_method,
+                          comparison=comparison, progress=progress)
     explainer._restore(saved)
     return explainer
 

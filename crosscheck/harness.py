@@ -523,7 +523,7 @@ class Crosscheck:
                 setup: tuple[Any, ...] = () if dask is None else (
                     uuid.uuid4().hex, backend.share(shipped), self.native_stopped, self.forest,
                     self.ties, self.oracles, self.seed, self.max_nodes, self.engine,
-                    self.limits, instances, methods, what)
+                    self.limits, self.comparison, instances, methods, what)
                 for i, result in run_tasks(backend, task, ((i, setup + (i,)) for i in order)):
                     finished[i] = result
                     while on_unit and shown in finished:
@@ -808,7 +808,8 @@ _REMOTE: tuple[str, Crosscheck, Explainer] | None = None
 
 def _explain_remote(token: str, circuits: bytes | None, stopped: str | None, forest: Forest,
                     ties: str, oracles: Sequence[str], seed: int, max_nodes: int | None,
-                    engine: str, limits: dict[str, Any], instances: Sequence[Instance],
+                    engine: str, limits: dict[str, Any], comparison: str,
+                    instances: Sequence[Instance],
                     methods: list[tuple[str, str, str]], what: Sequence[str],
                     i: int) -> tuple[list[Outcome], list[Disagreement]]:
     """Instance ``i``'s checks on a cluster's worker. The run is built at the worker's first
@@ -821,11 +822,13 @@ def _explain_remote(token: str, circuits: bytes | None, stopped: str | None, for
         if _REMOTE is not None:
             _REMOTE[1].close()
             _REMOTE = None
-        run = Crosscheck(forest, ties, oracles, seed, max_nodes, engine=engine, limits=limits)
+        run = Crosscheck(forest, ties, oracles, seed, max_nodes, engine=engine, limits=limits,
+                         comparison=comparison)
         run.native_stopped = stopped
-        explainer = Explainer(forest, ties, engine=engine, max_nodes=max_nodes, **limits) \
-            if circuits is None else \
-            load_explainer(circuits, forest, ties=ties, max_nodes=max_nodes, **limits)
+        explainer = Explainer(forest, ties, engine=engine, max_nodes=max_nodes,
+                              comparison=comparison, **limits) if circuits is None else \
+            load_explainer(circuits, forest, ties=ties, max_nodes=max_nodes,
+                           comparison=comparison, **limits)
         run._prepare(explainer, what)
         _REMOTE = (token, run, explainer)
     _, run, explainer = _REMOTE

@@ -138,6 +138,34 @@ def test_a_repro_replays_the_comparison_of_soft_votes_it_was_found_with(tmp_path
         capsys.readouterr().err
 
 
+@pytest.mark.parametrize("shipped", [False, True], ids=["compiled-there", "circuits-sent"])
+def test_a_cluster_worker_compares_soft_votes_as_the_run_asks(shipped, monkeypatch):
+    """``crosscheck --dask``: the worker's checks use the run's ``comparison`` (whether it
+    compiles the circuits or loads the client's, whose SAT file holds none)."""
+    import rfcircuits.classformula as classformula
+    from rfcircuits.crosscheck import harness
+    from rfcircuits.crosscheck.strategies import soften
+    from rfcircuits.explanation import ALL_WHAT
+
+    f = soften(random_forest(random.Random(5), Limits(max_trees=3)), random.Random(6))
+    xs = [random_instance(random.Random(7), f)]
+    limits = {"limit_seconds": None, "limit_items": None}
+    circuits = Explainer(f, engine="sat", **limits).dumps() if shipped else None
+    used = []
+    real = classformula.at_least_binary
+    monkeypatch.setattr(classformula, "at_least_binary",
+                        lambda *a, **k: used.append(1) or real(*a, **k))
+    try:
+        outcomes, found = harness._explain_remote(
+            "token", circuits, None, f, "first", ("brute",), 0, None, "sat", limits, "binary",
+            xs, [harness.DEFAULT_METHODS], ALL_WHAT, 0)
+    finally:
+        harness._REMOTE[1].close()
+        harness._REMOTE = None
+    assert outcomes and not found
+    assert used  # the tiny forest's comparisons would be diagrams, unforced
+
+
 def test_crosscheck_cli_and_replay(tmp_path, monkeypatch, capsys):
     f, xs = susan_case()
     (tmp_path / "f.json").write_text(json.dumps(f.to_json()))
