@@ -340,16 +340,18 @@ def library_of(model: Any) -> str | None:
     return root if root in IMPORTERS else None
 
 
-def forest_from_model(model: Any, votes: str | None = None) -> Forest:
+def forest_from_model(model: Any, feature_names: Sequence[str] | None = None,
+                      class_names: Sequence[str] | None = None,
+                      votes: str | None = None) -> Forest:
     """The forest of any model ``rfcircuits import`` takes: an XGBoost or LightGBM
     classifier (soft votes only), else a scikit-learn one
     (:func:`rfcircuits.sklearn_import.forest_from_sklearn`)."""
     library = library_of(model)
     if library is None:
-        return forest_from_sklearn(model, votes=votes)
+        return forest_from_sklearn(model, feature_names, class_names, votes=votes)
     if votes not in (None, "soft"):
         raise soft_only(model_name(model))
-    return IMPORTERS[library](model)
+    return IMPORTERS[library](model, feature_names, class_names)
 
 
 def model_name(model: Any) -> str:

@@ -96,7 +96,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
-from rfcircuits.boosted_import import forest_from_xgboost, library_of
+from rfcircuits.boosted_import import forest_from_model
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
                                                  adapter_model, adapter_votes, error_text,
@@ -233,10 +233,8 @@ def _train(X: np.ndarray, y: np.ndarray, params: dict[str, int], library: str) -
 
 
 def _import(model: Any, columns: Sequence[int], n_classes: int, votes: str) -> Forest:
-    names, classes = [f"x{c}" for c in columns], [f"c{c}" for c in range(n_classes)]
-    if library_of(model) is not None:
-        return forest_from_xgboost(model, names, classes)
-    return forest_from_sklearn(model, names, classes, votes=votes)
+    return forest_from_model(model, [f"x{c}" for c in columns],
+                             [f"c{c}" for c in range(n_classes)], votes=votes)
 
 
 def build(case: Case, shape: Shape, timeout: float) -> Task:

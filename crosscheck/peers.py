@@ -53,15 +53,13 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.atomicio import atomic_open, output_dir, write_json
-from rfcircuits.boosted_import import (forest_from_model, forest_from_xgboost, library_of,
-                                       model_name)
+from rfcircuits.boosted_import import forest_from_model, forest_from_xgboost, library_of
 from rfcircuits.datasets import Dataset, as_class_names, load_rows, split, train_forest
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, as_forest, parse_instance
 from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
-from rfcircuits.sklearn_import import (forest_from_sklearn, instances_from_values, load_model,
-                                       soft_only)
+from rfcircuits.sklearn_import import instances_from_values, load_model
 from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
                                                  adapter_model, adapter_votes, load_adapter,
                                                  protocol_error)
@@ -136,10 +134,8 @@ class PeerData:
         (:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`)."""
         if self.forest.voting == votes:
             return self
-        if library_of(self.model) is not None:  # a boosted model's scores: no majority vote
-            raise soft_only(model_name(self.model))
-        forest = forest_from_sklearn(self.model, [f.name for f in self.forest.features],
-                                     list(self.forest.classes), votes=votes)
+        forest = forest_from_model(self.model, [f.name for f in self.forest.features],
+                                   list(self.forest.classes), votes=votes)
         return dataclasses.replace(self, forest=forest)
 
     def task(self, k: int | None, pick: str, seed: int, timeout: float) -> Task:
