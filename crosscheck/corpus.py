@@ -824,9 +824,12 @@ def _build(out: str, backend: Backend, progress: bool, failures_dir: str, partia
     if summary.failures:
         shutil.rmtree(partial, ignore_errors=True)
         return summary
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.building-",
-                           dir=os.path.dirname(out))
+    # named before it exists, made inside the try: a signal right after the mkdir (or inside
+    # tempfile.mkdtemp, before it returned the name) still finds it to remove
+    tmp = os.path.join(os.path.dirname(out),
+                       f".{os.path.basename(out)}.building-{os.urandom(6).hex()}")
     try:
+        os.mkdir(tmp, 0o700)
         for result in results:
             for rel, text in result.files.items():
                 _write(os.path.join(tmp, CASES, result.id, rel), text)
