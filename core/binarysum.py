@@ -28,10 +28,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from rfcircuits.classformula import Ops
+from rfcircuits.ops import Ops
 
 T = TypeVar("T")
 #: A signal in both polarities: (it, its negation).

@@ -25,22 +25,18 @@ import functools
 import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from rfcircuits.errors import check_choice
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, topological_order
 from rfcircuits.nnf import FALSE, TRUE, NNF
+from rfcircuits.ops import Compare, Ops
 from rfcircuits.binarysum import at_least_binary, normalized
 from rfcircuits.pbdd import DiagramTooLarge, at_least, difference_trees
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
 
 T = TypeVar("T")
-#: A comparison ``[Σ_t d_t >= K]`` per need (:func:`soft_pair_outputs`).
-Compare = Callable[[Sequence[Sequence[int]], Sequence[Sequence[T]], Sequence[int], "Ops[T]", T],
-                   list[T]]
-
-
 @dataclass(frozen=True)
 class Comparison:
     """``[v_i > v_j]`` when ``strict``, else ``[v_i >= v_j]``."""
@@ -54,22 +50,6 @@ def comparisons(i: int, n_classes: int, ties: str) -> list[Comparison]:
     """The comparisons whose conjunction is ``R^i`` (docs/semantics.md §3, "Ties")."""
     check_ties(ties)
     return [Comparison(i, j, ties == "first" and j < i) for j in range(n_classes) if j != i]
-
-
-@dataclass(frozen=True)
-class Ops(Generic[T]):
-    """Comparator operations: ``max`` is ∨, ``min`` is ∧, ``false`` pads the network."""
-
-    max: Callable[[T, T], T]
-    min: Callable[[T, T], T]
-    false: T
-    #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one
-    #: operation (decision graphs: :meth:`rfcircuits.dgraph.DG.threshold`), for ``counter="topdown"``.
-    threshold: Callable[[list[T], list[int]], list[T]] | None = None
-    #: ``check()``, called every so often by constructions whose steps may create no node
-    #: for long (soft votes' diagrams, :func:`rfcircuits.pbdd.at_least`): it raises once the
-    #: compile's time is up (decision graphs: :meth:`rfcircuits.dgraph.DG.check_budget`).
-    check: Callable[[], None] | None = None
 
 
 def pair_outputs(pos: Sequence[Sequence[T]], neg: Sequence[Sequence[T]], i: int, j: int,

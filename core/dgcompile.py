@@ -45,11 +45,12 @@ from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 
 from rfcircuits.apply import Apply
-from rfcircuits.classformula import (Ops, comparisons, pair_outputs, per_class, soft_pair_outputs,
+from rfcircuits.classformula import (comparisons, pair_outputs, per_class, soft_pair_outputs,
                                      tree_formulas)
 from rfcircuits.dgraph import FALSE, TRUE, DG
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.featureorder import feature_order, sift
+from rfcircuits.ops import Ops
 from rfcircuits.pbdd import at_least
 from rfcircuits.forest import Branching, Forest, Tree, check_ties, mask_blocks, topological_order
 

@@ -21,7 +21,7 @@ intervals), and a level's intervals are kept sorted, so a lookup is a binary sea
 hard votes count (sorting networks, totalizers), this is the comparison soft votes need; with
 unit weights it is the vote count again.
 
-The diagram is generic over the operations (:class:`rfcircuits.classformula.Ops`); Apply on
+The diagram is generic over the operations (:class:`rfcircuits.ops.Ops`); Apply on
 decision graphs in :func:`rfcircuits.dgcompile.compile_dg` builds it, canonical, within the
 compile's node budget and deadline. Where the partial sums are many (forests of
 probabilities) it outgrows any budget; the SAT engine's NNF circuits add in binary instead
@@ -38,12 +38,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from rfcircuits.forest import Forest, Leaf, Tree
 
-if TYPE_CHECKING:  # classformula drives these diagrams: no import cycle at run time
-    from rfcircuits.classformula import Ops
+from rfcircuits.ops import Ops
 
 T = TypeVar("T")
 

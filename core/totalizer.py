@@ -26,10 +26,9 @@ follows from its parent's range and its sibling's size.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from rfcircuits.classformula import Ops
+from rfcircuits.ops import Ops
 
 T = TypeVar("T")
 

@@ -41,6 +41,7 @@ from typing import Any
 
 from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
 from rfcircuits.terms import Term
+from rfcircuits.crosscheck.minimality import condition_minimal
 from rfcircuits.crosscheck.sat import SatOracle
 
 #: The tie rules a peer's model may decide by: ``first`` (numpy's argmax) or ``strict``
@@ -197,8 +198,6 @@ class ModelView:
 
     def _keeps(self, name: str, promise: str, x: Instance, term: Term) -> bool:
         """Whether the minimality ``promise`` holds for the term in the peer's model."""
-        from rfcircuits.crosscheck.promises import condition_minimal
-
         if promise == "conditions":
             return self._valid(name, x, term) and \
                 condition_minimal(self.sat, self.model.forest, x, term)[0]

@@ -65,6 +65,7 @@ from rfcircuits.forest import (Forest, Instance, classes_from_votes, instance_to
                                mask_states)
 from rfcircuits.terms import Term, term_json, term_text
 from rfcircuits.crosscheck.adapters.base import Answer, Promise, RowOrigin, Task
+from rfcircuits.crosscheck.minimality import condition_minimal
 from rfcircuits.crosscheck.peer_model import ModelView, ModelWitness, PeerModel
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.unreachable import INSTANCE_FIELDS, Float64View, Witness
@@ -76,7 +77,8 @@ VALIDITY = {"sufficient_reasons": "sufficient", "general_sufficient_reasons": "v
             "necessary_reasons": "necessary", "general_necessary_reasons": "valid",
             "contrastive": "reaches", "shortest_flips": "valid"}
 #: Per field and declared minimality, the verdicts it promises (``conditions`` is this
-#: module's own verdict on terms, :func:`condition_minimal`; on clauses it is read as
+#: module's own verdict on terms, :func:`~rfcircuits.crosscheck.minimality.condition_minimal`;
+#: on clauses it is read as
 #: ``features``).
 MINIMAL_VERDICTS = {
     "none": {},
@@ -112,45 +114,13 @@ SECOND_ENCODING = "sortnetwrk"
 
 
 # ---------------------------------------------------------------------------------------------
-# Minimality over threshold conditions, and confirmation by enumeration.
-
-
-def one_sided_widenings(forest: Forest, term: Term) -> Iterable[tuple[Term, str]]:
-    """The terms with one threshold condition of ``term`` dropped, with a description: a
-    literal holding the run of states ``a..b`` of a numeric feature is ``x > t_a`` and
-    ``x <= t_{b+1}``, and dropping one opens that side; a categorical literal (or a numeric
-    one that is no run) is one condition, dropped whole."""
-    for k, (f, mask) in enumerate(term):
-        feature = forest.features[f]
-        rest = term[:k] + term[k + 1:]
-        low, high = (mask & -mask).bit_length() - 1, mask.bit_length() - 1
-        run = mask == ((1 << (high + 1)) - 1) & ~((1 << low) - 1)
-        if feature.thresholds is None or not run:
-            yield rest, f"{feature.name}'s condition"
-            continue
-        for wide, side in (((1 << (high + 1)) - 1, "lower"),
-                           (feature.full & ~((1 << low) - 1), "upper")):
-            if wide == mask:
-                continue
-            yield (rest if wide == feature.full else
-                   rest[:k] + ((f, wide),) + rest[k:]), f"{feature.name}'s {side} bound"
+# Confirmation by enumeration.
 
 
 def _drops(term: Term) -> Iterable[Term]:
     """The term without each of its literals in turn."""
     for k in range(len(term)):
         yield term[:k] + term[k + 1:]
-
-
-def condition_minimal(sat: SatOracle, forest: Forest, x: Instance,
-                      term: Term) -> tuple[bool, Term | None, str]:
-    """Whether no threshold condition of a term that implies Δ can be dropped (PyXAI's and
-    most SAT explainers' subset-minimality); otherwise the smaller term that still implies Δ
-    and which condition went."""
-    for smaller, what in one_sided_widenings(forest, term):
-        if sat.check_sr(x, smaller)["sufficient"]:
-            return False, smaller, what
-    return True, None, ""
 
 
 def _worlds(forest: Forest, term: Term, base: Instance | None = None) -> Iterable[Instance]:

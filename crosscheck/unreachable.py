@@ -39,6 +39,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, classes_from_votes, float32_floor
 from rfcircuits.sklearn_import import forest_from_sklearn
 from rfcircuits.terms import Term
+from rfcircuits.crosscheck.minimality import condition_minimal
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.strategies import state_value
 
@@ -238,8 +239,6 @@ class Float64View:
     def _keeps(self, name: str, promise: str, x64: Instance, item64: Term) -> bool:
         """Whether the minimality ``promise`` holds for the item in the float64 forest (else
         it fails on real inputs too, whatever the smaller item found)."""
-        from rfcircuits.crosscheck.promises import condition_minimal
-
         if promise == "conditions":
             return condition_minimal(self.sat, self.wide, x64, item64)[0]
         if name == "sufficient_reasons":

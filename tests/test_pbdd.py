@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rfcircuits import classformula
-from rfcircuits.classformula import UNARY_MAX_UNITS, Ops, compile_nnf, soft_comparison
+from rfcircuits.classformula import UNARY_MAX_UNITS, compile_nnf, soft_comparison
+from rfcircuits.ops import Ops
 from rfcircuits.crosscheck.fuzz import SOFT_PLAN, make_case, soft_case
 from rfcircuits.crosscheck.brute import BruteForce
 from rfcircuits.crosscheck.strategies import (Limits, random_forest, random_instance,

@@ -17,7 +17,8 @@ from rfcircuits.forest import Forest, Instance
 from rfcircuits.terms import term_json
 from rfcircuits.crosscheck.adapters.base import (Answer, Promise, Task, check_adapter,
                                                  load_adapter)
-from rfcircuits.crosscheck.promises import condition_minimal, grade_answers
+from rfcircuits.crosscheck.minimality import condition_minimal
+from rfcircuits.crosscheck.promises import grade_answers
 from rfcircuits.crosscheck.sat import SatOracle
 from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
 

@@ -11,7 +11,7 @@ import pytest
 
 from rfcircuits import dgraph
 from rfcircuits.apply import Apply
-from rfcircuits.classformula import Ops
+from rfcircuits.ops import Ops
 from rfcircuits.dgraph import DG, FALSE, TRUE
 from rfcircuits.forest import Feature
 from rfcircuits.totalizer import counts

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rfcircuits.classformula import Ops
+from rfcircuits.ops import Ops
 from rfcircuits.sortnet import evaluate, network
 from rfcircuits.totalizer import counts
 

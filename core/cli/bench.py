@@ -23,12 +23,15 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rfcircuits.cli import paper
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.progress import Progress
 from rfcircuits.datasets import Dataset, Trained, load_csv, train_forest, train_forests
+
+if TYPE_CHECKING:
+    from rfcircuits.explanation import Explanation
 
 T = TypeVar("T")
 DEPTH = 4
@@ -209,6 +212,19 @@ def ratio(ours: float | None, theirs: float | None) -> float | None:
     return ours / theirs
 
 
+def compare(graphs: list[Explanation], sat: list[Explanation]) -> tuple[int, int, int]:
+    """``(complete, agree, differ)``: the SAT engine's complete fields, and how many of them
+    equal the decision graphs' answer."""
+    complete = agree = 0
+    for g, s in zip(graphs, sat):
+        for key in s.what:
+            if key in s.incomplete:
+                continue
+            complete += 1
+            agree += s.field_json(key) == g.field_json(key)
+    return complete, agree, complete - agree
+
+
 def run_bench(args: argparse.Namespace) -> int:
     if args.what == "compile":
         if args.form == "nnf":
@@ -374,7 +390,6 @@ def _beside_sat(forest: Any, instances: Sequence[Any], what: Sequence[str],
     memory (compile and instances), the share of its fields complete, and how many complete
     fields differ from the decision graphs' ``answers`` (must be 0; absent when the graphs
     stopped at the node budget, ``answers`` None)."""
-    from rfcircuits.cli.enginebench import compare
     from rfcircuits.explain import Explainer
 
     gc.collect()

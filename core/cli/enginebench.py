@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rfcircuits.cli import paper
-from rfcircuits.cli.bench import Table, configurations, peak_mb, reset_peak
+from rfcircuits.cli.bench import Table, compare, configurations, peak_mb, reset_peak
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import WHAT_FIELDS, Explanation, parse_what
@@ -58,19 +58,6 @@ def run_engine(forest: Forest, ties: str, rows: Sequence[Instance], what: Sequen
     except BudgetExceeded as exc:
         return time.perf_counter() - start, peak_mb(), None, exc.for_cli()
     return time.perf_counter() - start, peak_mb(), answers, explainer.engine.name
-
-
-def compare(graphs: list[Explanation], sat: list[Explanation]) -> tuple[int, int, int]:
-    """``(complete, agree, differ)``: the SAT engine's complete fields, and how many of them
-    equal the decision graphs' answer."""
-    complete = agree = 0
-    for g, s in zip(graphs, sat):
-        for key in s.what:
-            if key in s.incomplete:
-                continue
-            complete += 1
-            agree += s.field_json(key) == g.field_json(key)
-    return complete, agree, complete - agree
 
 
 def bench_engines(args: argparse.Namespace) -> int:
