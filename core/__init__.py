@@ -78,7 +78,7 @@ _LAZY = {
     "load_forest": "rfcircuits.forest",
     # Checking (rfcircuits.crosscheck.api): the oracles load only when these are used.
     "verify": "rfcircuits.crosscheck.api",
-    "grade_peer": "rfcircuits.crosscheck.peers",
+    "grade_peer": "rfcircuits.crosscheck.peers.grading",
 }
 
 

@@ -17,7 +17,7 @@ the atom ``A_{t,k}`` holds; :func:`rfcircuits.pbdd.difference_trees`) is
 
 NNF negates only literals, so every signal is kept in both polarities (dual rail: XOR's
 negation is built from the operands' negations). What the SAT oracle encodes instead
-(column compression of the trees' bits in CNF, :mod:`rfcircuits.crosscheck.adders`) shares
+(column compression of the trees' bits in CNF, :mod:`rfcircuits.crosscheck.oracles.adders`) shares
 nothing with this but the arithmetic.
 
 Size: ``O(n · (B + log n))`` gates for ``n`` trees of ``B``-bit values (after the common

@@ -122,7 +122,7 @@ def forest_from_sklearn(model: Any, feature_names: Sequence[str] | None = None,
 
     ``merge=False`` keeps every distinct threshold and reads inputs as float64: the forest as
     an explainer that compares float64 values with the thresholds sees it, states that no
-    float32 input reaches included (what :mod:`rfcircuits.crosscheck.unreachable` grades a
+    float32 input reaches included (what :mod:`rfcircuits.crosscheck.peers.unreachable` grades a
     peer's answers against when they differ from ours only there)."""
     estimators = _estimators(model)
     if getattr(model, "n_outputs_", 1) != 1:

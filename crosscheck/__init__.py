@@ -1,6 +1,14 @@
-"""rfcircuits.crosscheck: the independent oracles (brute force, OBDDs, SAT), the harness that
-compares the native engines with them, fuzzing, the golden corpus, the verifier of other
-tools' explanations and the adapters that grade other explainers.
+"""rfcircuits.crosscheck: everything that checks the native engines' answers, grouped by role.
+
+- :mod:`~rfcircuits.crosscheck.api`: :func:`verify` and :func:`crosscheck` for Python;
+  :mod:`~rfcircuits.crosscheck.verify` (``rfcircuits verify``), :mod:`~rfcircuits.crosscheck.corpus`
+  (the golden corpus) and :mod:`~rfcircuits.crosscheck.pytest_plugin` (the pytest plugin).
+- :mod:`rfcircuits.crosscheck.oracles`: the independent oracles (brute force, OBDDs, SAT).
+- :mod:`rfcircuits.crosscheck.differential`: the harness that compares the engines with the
+  oracles, random forests, fuzzing, shrinking, mutation and the worked examples.
+- :mod:`rfcircuits.crosscheck.peers`: other explainers graded against their promises
+  (``verify-peer``, ``fuzz --adapter``), and their adapters.
+- :mod:`rfcircuits.crosscheck.campaigns`: where a long job's tasks run (local processes, Dask).
 
 The package is also callable: ``rfcircuits.crosscheck(forest, instances, ...)`` is
 :func:`rfcircuits.crosscheck.api.crosscheck` (import that name in type-checked code: a type

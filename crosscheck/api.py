@@ -11,7 +11,7 @@ exits 0. Bad input raises :class:`~rfcircuits.errors.InputError`, as the command
 
 They are exported as ``rfcircuits.verify`` and ``rfcircuits.crosscheck`` (the package
 ``rfcircuits.crosscheck`` is callable: :mod:`rfcircuits.crosscheck`); ``rfcircuits.grade_peer``
-grades another explainer (:func:`rfcircuits.crosscheck.peers.grade_peer`).
+grades another explainer (:func:`rfcircuits.crosscheck.peers.grading.grade_peer`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 from rfcircuits.explanation import Explanation, What, what_keys
 from rfcircuits.forest import Forest, Instance, as_forest, check_ties
 from rfcircuits.inputs import Table, instances_of, read_instances
-from rfcircuits.crosscheck.harness import ORACLES, Report
-from rfcircuits.crosscheck.harness import crosscheck as run_crosscheck
+from rfcircuits.crosscheck.differential.harness import ORACLES, Report
+from rfcircuits.crosscheck.differential.harness import crosscheck as run_crosscheck
 from rfcircuits.crosscheck.verify import GNR_LIMIT, VerifyReport, read_lines
 from rfcircuits.crosscheck.verify import verify as run_verify
 

@@ -14,7 +14,7 @@ Layout (format :data:`CORPUS_FORMAT`)::
                               policies, as ``rfcircuits compile --out`` writes them)
 
 Cases (:func:`plan`): the worked examples with every world as an instance; tiny random
-forests of :func:`rfcircuits.crosscheck.fuzz.make_case`, selected by seed so that each edge-case
+forests of :func:`rfcircuits.crosscheck.differential.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
 single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests; with soft
 votes, exact ties of the weighted sums, near ties, negative decisions, decisive initial
@@ -27,7 +27,7 @@ libraries, and neither promises the same trees bit for bit across platforms and 
 (their import is tested on its own, ``tests/test_boosted_import.py``).
 
 :func:`build` writes every expected answer from the native engine and keeps a case only when
-every oracle that fits it agrees (:func:`rfcircuits.crosscheck.harness.crosscheck`, both tie policies)
+every oracle that fits it agrees (:func:`rfcircuits.crosscheck.differential.harness.crosscheck`, both tie policies)
 and the BDD oracle finds every circuit file equivalent to its class formula; any disagreement
 fails the build, which then writes nothing but repro files. The corpus is built in a temporary
 sibling directory and swapped in at the end, so an interrupted build leaves the old corpus.
@@ -70,12 +70,12 @@ from rfcircuits.jsonio import load_json_lines
 from rfcircuits.interrupts import reraise_signal
 from rfcircuits.progress import Progress
 from rfcircuits.terms import terms_json
-from rfcircuits.crosscheck import spec_examples
-from rfcircuits.crosscheck.fuzz import make_case, repro
-from rfcircuits.crosscheck.harness import ORACLES, Report, crosscheck
-from rfcircuits.crosscheck._backend_abc import Backend
-from rfcircuits.crosscheck.parallel import open_backend, run_ordered, run_tasks
-from rfcircuits.crosscheck.strategies import Limits, all_worlds, tied, with_edge_worlds
+from rfcircuits.crosscheck.differential import spec_examples
+from rfcircuits.crosscheck.differential.fuzz import make_case, repro
+from rfcircuits.crosscheck.differential.harness import ORACLES, Report, crosscheck
+from rfcircuits.crosscheck.campaigns._backend_abc import Backend
+from rfcircuits.crosscheck.campaigns.parallel import open_backend, run_ordered, run_tasks
+from rfcircuits.crosscheck.differential.strategies import Limits, all_worlds, tied, with_edge_worlds
 
 CORPUS_FORMAT = "rfcircuits.corpus/1"
 MANIFEST = "MANIFEST.json"
@@ -134,7 +134,7 @@ STREAMS = (
     Stream("one-tree", "one-tree", 30, Limits(4, 5, 1, 4, 5), 606),
     *(Stream(f"classes-{k}", f"classes-{k}", 20, Limits(4, 4, 7, k, 4), 610 + k)
       for k in range(2, 6)),
-    # Soft votes (weights of rfcircuits.crosscheck.strategies.SOFT_WEIGHTS): the edge cases of
+    # Soft votes (weights of rfcircuits.crosscheck.differential.strategies.SOFT_WEIGHTS): the edge cases of
     # exact sums of float64 weights.
     Stream("soft-tie", "soft-tie", 6, Limits(4, 4, 4, 3, 3, "soft"), 621),
     Stream("soft-near-tie", "near-tie", 6, Limits(4, 3, 5, 3, 3, "soft"), 622),
@@ -229,7 +229,7 @@ TRAINED = (
     TrainedSpec("wine", (9, 12), None, 2, 2, votes="soft", model="gb"),
 )
 
-#: The worked examples (:mod:`rfcircuits.crosscheck.spec_examples`): forest, instance, title.
+#: The worked examples (:mod:`rfcircuits.crosscheck.differential.spec_examples`): forest, instance, title.
 EXAMPLE_CASES = {
     "spec-susan": ("SUSAN_FOREST", "SUSAN", "worked example: Susan (paper Fig. 2)"),
     "spec-flip": ("FLIP_FOREST", "FLIP", "worked example: flip (paper §4)"),
@@ -247,7 +247,7 @@ class CaseSpec:
 
 
 def spec_case(case_id: str) -> CaseSpec:
-    """A worked example (:mod:`rfcircuits.crosscheck.spec_examples`) with every world."""
+    """A worked example (:mod:`rfcircuits.crosscheck.differential.spec_examples`) with every world."""
     forest_name, instance_name, title = EXAMPLE_CASES[case_id]
     return CaseSpec(case_id, {"kind": "spec", "example": title, "forest": forest_name,
                               "instances": "every world; the example's instance first" if
@@ -265,7 +265,7 @@ def limits_json(limits: Limits) -> dict[str, object]:
 def random_case(stream: Stream, k: int) -> CaseSpec:
     """Candidate ``k`` of a stream of tiny random forests."""
     return CaseSpec(f"random-{stream.name}-{k:04d}", {
-        "kind": "random", "stream": stream.name, "generator": "rfcircuits.crosscheck.fuzz.make_case",
+        "kind": "random", "stream": stream.name, "generator": "rfcircuits.crosscheck.differential.fuzz.make_case",
         "seed": stream.seed, "case": k, "limits": limits_json(stream.limits),
         "single_state_retests": stream.retests,
         "instances": "make_case's instances, then a tied world and a world per decided class"})
@@ -559,7 +559,7 @@ def confirmations(report: Report) -> dict[str, dict[str, Any]]:
 def _circuits(forest: Forest) -> tuple[dict[str, str], list[str], str | None]:
     """Circuit files of every class, form and tie policy, each checked by the BDD oracle:
     ``(files, failures, why omitted)``."""
-    from rfcircuits.crosscheck.bdd import BddOracle
+    from rfcircuits.crosscheck.oracles.bdd import BddOracle
 
     reason = BddOracle.too_big(forest)
     if reason:
@@ -1010,7 +1010,7 @@ which also records each case's origin and the package versions).
 - `spec-*`: the worked examples (Susan and the flip example of
   [docs/semantics.md](../docs/semantics.md), the decision graph of the paper's Figure 1), every
   world as an instance.
-- `random-<stream>-<k>`: tiny random forests (`rfcircuits.crosscheck.fuzz.make_case(seed, k, limits)`),
+- `random-<stream>-<k>`: tiny random forests (`rfcircuits.crosscheck.differential.fuzz.make_case(seed, k, limits)`),
   the first of each stream's seeds that hit the stream's edge case; instances are
   `make_case`'s plus a tied world (soft votes: and a near tie) and a world decided for each
   class.
@@ -1184,7 +1184,7 @@ def check_case(root: str, entry: dict[str, Any], oracles: Sequence[str] = (),
 
 def _check_circuits(case_dir: str, forest: Forest, files: Iterable[str],
                     result: CaseCheck) -> None:
-    from rfcircuits.crosscheck.bdd import NNF_FORMAT, BddOracle
+    from rfcircuits.crosscheck.oracles.bdd import NNF_FORMAT, BddOracle
 
     files = list(files)
     if not files:

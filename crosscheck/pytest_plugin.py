@@ -3,8 +3,8 @@ one line of configuration.
 
 Installing rfcircuits registers this module as a pytest plugin (entry point ``pytest11``,
 name ``rfcircuits``). It does nothing until a project names its adapter (a class with the
-attributes and methods of :class:`rfcircuits.crosscheck.adapters.base.Adapter`, loaded by
-:func:`~rfcircuits.crosscheck.adapters.base.load_adapter`; the project's rootdir is put at the
+attributes and methods of :class:`rfcircuits.crosscheck.peers.adapters.base.Adapter`, loaded by
+:func:`~rfcircuits.crosscheck.peers.adapters.base.load_adapter`; the project's rootdir is put at the
 end of ``sys.path`` to find it)::
 
     # pytest.ini (or [tool.pytest.ini_options] in pyproject.toml, or [tool:pytest] in setup.cfg)
@@ -42,7 +42,7 @@ majority vote, another decision than the case's). A peer of soft votes runs ever
 forest of hard votes is one of soft votes whose leaves weigh 1 for their class.
 
 **What the adapter is given**, per case, in one call of ``explain`` (answers are kept for
-every field of the case): a :class:`~rfcircuits.crosscheck.adapters.base.Task` whose
+every field of the case): a :class:`~rfcircuits.crosscheck.peers.adapters.base.Task` whose
 ``forest`` is the case's forest (our format: corpus forests are not scikit-learn models, so
 ``model`` is None and ``X_train``/``y_train`` are empty), ``instances`` its instances (state
 indices) and ``rows`` a raw value per feature standing for each state (:func:`raw_rows`: a
@@ -51,7 +51,7 @@ categorical features reads ``instances`` and ``forest``. ``seed`` is 0 and ``tim
 per-case limit.
 
 **Grading**: the answers are graded against the adapter's promises by
-:func:`~rfcircuits.crosscheck.promises.grade_answers`. A field's test fails when a promise on
+:func:`~rfcircuits.crosscheck.peers.promises.grade_answers`. A field's test fails when a promise on
 it is broken, an item it promises is missing, or our engine and the SAT oracle dispute an
 item (a bug of rfcircuits); every field of a case fails when the peer failed on the case (an
 exception, a timeout, an answer we cannot read, a row without an answer, a wrong decision or
@@ -89,8 +89,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from rfcircuits.forest import Forest, Instance
-    from rfcircuits.crosscheck.adapters.base import Answer, Task
-    from rfcircuits.crosscheck.promises import Finding, PeerReport
+    from rfcircuits.crosscheck.peers.adapters.base import Answer, Task
+    from rfcircuits.crosscheck.peers.promises import Finding, PeerReport
 
 #: The options (ini name; the command-line flag is ``--`` and the name with dashes) and their
 #: help.
@@ -168,7 +168,7 @@ class CorpusRun:
         """Read and check every option (a :class:`pytest.UsageError` names what is wrong)."""
         from rfcircuits.errors import InputError
         from rfcircuits.crosscheck import corpus
-        from rfcircuits.crosscheck.adapters.base import load_adapter
+        from rfcircuits.crosscheck.peers.adapters.base import load_adapter
 
         spec = _setting(config, "rfcircuits_adapter")[0]
         try:
@@ -257,7 +257,7 @@ class CorpusField(pytest.Item):
     """The test of one field of one case."""
 
     def runtest(self) -> None:
-        from rfcircuits.crosscheck.adapters.base import adapter_votes
+        from rfcircuits.crosscheck.peers.adapters.base import adapter_votes
 
         case: CorpusCase = self.parent  # type: ignore[assignment]
         soft = case.entry["forest"].get("votes") == "soft"
@@ -284,11 +284,11 @@ class CorpusField(pytest.Item):
 
 def raw_rows(forest: Forest, instances: Sequence[Instance]) -> np.ndarray:
     """A raw value for each state of each instance (rows × features): a value inside each
-    numeric state as the forest reads it (:func:`~rfcircuits.crosscheck.strategies.
+    numeric state as the forest reads it (:func:`~rfcircuits.crosscheck.differential.strategies.
     state_value`); NaN for a categorical feature."""
     import numpy as np
 
-    from rfcircuits.crosscheck.strategies import world_values
+    from rfcircuits.crosscheck.differential.strategies import world_values
 
     return np.array([world_values(forest, x) for x in instances], dtype=float).reshape(
         len(instances), len(forest.features))
@@ -331,7 +331,7 @@ def checked_answers(answers: Sequence[Any],
                     rows: int) -> tuple[list[Answer], list[dict[str, Any]]]:
     """The answers that keep the protocol (an :class:`Answer` per row, each row once) and
     failures for the rest (``row`` counts from 1; None when no row can be named)."""
-    from rfcircuits.crosscheck.adapters.base import Answer, protocol_error
+    from rfcircuits.crosscheck.peers.adapters.base import Answer, protocol_error
 
     kept: dict[int, Answer] = {}
     failures: list[dict[str, Any]] = []
@@ -423,9 +423,9 @@ def run_case(run: CorpusRun, entry: dict[str, Any]) -> CaseOutcome:
     from rfcircuits.atomicio import output_dir, write_json
     from rfcircuits.errors import InputError
     from rfcircuits.crosscheck import corpus
-    from rfcircuits.crosscheck.adapters.base import Task
-    from rfcircuits.crosscheck.peer_repro import peer_repro
-    from rfcircuits.crosscheck.promises import grade_answers
+    from rfcircuits.crosscheck.peers.adapters.base import Task
+    from rfcircuits.crosscheck.peers.repro import peer_repro
+    from rfcircuits.crosscheck.peers.promises import grade_answers
 
     case_id, adapter = entry["id"], run.adapter
     categories = ", ".join(entry.get("categories", []))

@@ -25,7 +25,7 @@ one that meets every state constrains nothing and is dropped. A
 bound that cuts a state, an empty or full literal, or two literals on one feature in a term or
 clause is malformed input.
 
-**Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.sat.SatOracle`; the
+**Verdicts** come from the SAT oracle (:class:`rfcircuits.crosscheck.oracles.sat.SatOracle`; the
 definitions are in docs/semantics.md), for every item ``E`` lists and every item of the native
 engine's answer that ``E`` lacks:
 
@@ -90,7 +90,7 @@ from rfcircuits.forest import Feature, Forest, Instance, check_ties, float32_flo
     instance_to_json, parse_instance
 from rfcircuits.jsonio import load_json_lines
 from rfcircuits.terms import Literal, Term, literal_text, make, term_json, term_text
-from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.oracles.sat import SatOracle
 
 #: Set-valued explanation fields and the oracle verdicts each listed item gets.
 VERDICTS: dict[str, tuple[str, ...]] = {

@@ -22,8 +22,8 @@ REQUIRE_ENV = "RFCIRCUITS_TESTS_REQUIRE"
 
 
 def _pyxai() -> str | None:
-    from rfcircuits.crosscheck.adapters.base import PeerUnavailable
-    from rfcircuits.crosscheck.adapters.pyxai import PYTHON_ENV, pyxai_version
+    from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable
+    from rfcircuits.crosscheck.peers.adapters.pyxai import PYTHON_ENV, pyxai_version
 
     try:
         found = pyxai_version()
@@ -38,8 +38,8 @@ def _anchors() -> str | None:
 
 
 def _rfxpl() -> str | None:
-    from rfcircuits.crosscheck.adapters.base import PeerUnavailable
-    from rfcircuits.crosscheck.adapters.rfxpl import RfxplAdapter
+    from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable
+    from rfcircuits.crosscheck.peers.adapters.rfxpl import RfxplAdapter
 
     try:
         RfxplAdapter().version()
@@ -49,8 +49,8 @@ def _rfxpl() -> str | None:
 
 
 def _solbert() -> str | None:
-    from rfcircuits.crosscheck.adapters.base import PeerUnavailable
-    from rfcircuits.crosscheck.adapters.solbert import SolbertAdapter
+    from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable
+    from rfcircuits.crosscheck.peers.adapters.solbert import SolbertAdapter
 
     try:
         SolbertAdapter().version()

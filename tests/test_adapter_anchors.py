@@ -12,13 +12,13 @@ import sys
 import numpy as np
 import pytest
 
-import rfcircuits.crosscheck.adapters.anchors as anchors
+import rfcircuits.crosscheck.peers.adapters.anchors as anchors
 from rfcircuits.errors import InputError
 from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import PeerUnavailable, Task, load_adapter
-from rfcircuits.crosscheck.peers import load_dataset
-from rfcircuits.crosscheck.promises import confirm, grade_answers
+from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable, Task, load_adapter
+from rfcircuits.crosscheck.peers.grading import load_dataset
+from rfcircuits.crosscheck.peers.promises import confirm, grade_answers
 from rfcircuits.crosscheck.verify import parse_items, range_mask
 
 FEATURE = forest_from_json({
@@ -131,7 +131,7 @@ def test_the_registry_builds_it_without_importing_anchor_exp():
     assert isinstance(adapter, anchors.AnchorsAdapter) and adapter.ties == "first"
     with pytest.raises(InputError, match="threshold"):
         load_adapter("anchors", threshold=1.5)
-    code = ("import sys, rfcircuits.crosscheck.adapters.base as b; b.load_adapter('anchors'); "
+    code = ("import sys, rfcircuits.crosscheck.peers.adapters.base as b; b.load_adapter('anchors'); "
             "print(sorted({'anchor', 'lime'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -20,10 +20,10 @@ from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.errors import InputError
 from rfcircuits.forest import parse_instance
 from rfcircuits.sklearn_import import instances_from_values
-from rfcircuits.crosscheck.adapters import command
-from rfcircuits.crosscheck.adapters.base import (PeerUnavailable, Promise, Task, check_adapter,
+from rfcircuits.crosscheck.peers.adapters import command
+from rfcircuits.crosscheck.peers.adapters.base import (PeerUnavailable, Promise, Task, check_adapter,
                                                  load_adapter)
-from rfcircuits.crosscheck.promises import grade_answers
+from rfcircuits.crosscheck.peers.promises import grade_answers
 
 SR_PROMISE = "sufficient_reasons=formal,features,all"
 

@@ -22,12 +22,12 @@ from rfcircuits.cli.main import main
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Leaf, forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters import rfxpl
-from rfcircuits.crosscheck.adapters.base import PeerUnavailable, Task, check_adapter, \
+from rfcircuits.crosscheck.peers.adapters import rfxpl
+from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable, Task, check_adapter, \
     load_adapter
-from rfcircuits.crosscheck.peers import grade_peer
-from rfcircuits.crosscheck.promises import grade_answers
-from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
+from rfcircuits.crosscheck.peers.grading import grade_peer
+from rfcircuits.crosscheck.peers.promises import grade_answers
+from rfcircuits.crosscheck.peers.sklearn_model import sklearn_from_forest
 from tests.test_adapter_command import iris_task
 
 
@@ -87,7 +87,7 @@ def test_unconfigured_rfxpl_is_unavailable(monkeypatch, tmp_path, capsys):
 
 
 def test_importing_the_adapter_does_not_import_rfxpl():
-    code = ("import sys, rfcircuits.crosscheck.adapters.rfxpl; "
+    code = ("import sys, rfcircuits.crosscheck.peers.adapters.rfxpl; "
             "print(sorted(m for m in ('xrf', 'anytree', 'namedlist') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

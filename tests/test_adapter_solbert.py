@@ -20,10 +20,10 @@ from sklearn.tree import DecisionTreeClassifier
 
 from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters import solbert, worker
-from rfcircuits.crosscheck.adapters.base import (PeerUnavailable, Task, check_adapter,
+from rfcircuits.crosscheck.peers.adapters import solbert, worker
+from rfcircuits.crosscheck.peers.adapters.base import (PeerUnavailable, Task, check_adapter,
                                                  load_adapter)
-from rfcircuits.crosscheck.peers import grade_peer
+from rfcircuits.crosscheck.peers.grading import grade_peer
 
 FOREST = forest_from_json({
     "format": "rfcircuits.forest/1", "classes": ["a", "b"],

@@ -24,7 +24,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 import rfcircuits
 from rfcircuits import Explainer, InputError
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest
 from rfcircuits.explain import NR_METHODS, ROBUST_METHODS, SR_METHODS, Order, Ties
 from rfcircuits.explanation import ALL_WHAT, WhatKey
 from rfcircuits.featureorder import ORDERS

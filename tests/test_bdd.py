@@ -1,4 +1,4 @@
-"""The OBDD oracle (crosscheck/bdd.py): the worked examples, agreement with the brute force,
+"""The OBDD oracle (crosscheck/oracles/bdd.py): the worked examples, agreement with the brute force,
 circuit-file equivalence checking and its input validation."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Feature, Forest, Leaf, Tree, forest_from_json
-from rfcircuits.crosscheck import spec_examples as ex
-from rfcircuits.crosscheck.bdd import DG_FORMAT, NNF_FORMAT, BddOracle, CircuitCheck
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import (Limits, forest_and_instance, forests, random_forest,
+from rfcircuits.crosscheck.differential import spec_examples as ex
+from rfcircuits.crosscheck.oracles.bdd import DG_FORMAT, NNF_FORMAT, BddOracle, CircuitCheck
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, forests, random_forest,
                                               random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rfcircuits.crosscheck.bdd import MAX_SOFT_WORK, BddOracle
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import (Limits, all_worlds, forest_and_instance,
+from rfcircuits.crosscheck.oracles.bdd import MAX_SOFT_WORK, BddOracle
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, forest_and_instance,
                                               random_instance, random_soft_forest, soft_forests,
                                               tied, with_edge_worlds)
 from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree, forest_from_json

@@ -1,4 +1,4 @@
-"""The brute-force oracle (crosscheck/brute.py) against the definitions, written here from
+"""The brute-force oracle (crosscheck/oracles/brute.py) against the definitions, written here from
 scratch (docs/semantics.md, SPEC §3): votes by walking the trees of the forest's JSON, class
 membership by the tie policies' rules, and every reason by enumerating feature sets, or terms
 and clauses, over all worlds. The general reasons are enumerated *without* the lemma the
@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from rfcircuits.errors import InputError
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest
-from rfcircuits.crosscheck import spec_examples
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
+from rfcircuits.crosscheck.differential import spec_examples
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import Limits, forest_and_instance
 
 World = tuple[int, ...]
 Literal = tuple[int, int]  # (feature, mask of states)

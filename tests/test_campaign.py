@@ -1,4 +1,4 @@
-"""Campaign backends (crosscheck/parallel.py, crosscheck/dask_backend.py): the same fuzz
+"""Campaign backends (crosscheck/campaigns/parallel.py, crosscheck/campaigns/dask_backend.py): the same fuzz
 cases give the same summary and the same failure files on local processes and on Dask, with
 one worker or two, also when a worker dies in the middle of the campaign; and the cases do
 run where the backend says (each case records the process that ran it, and the Dask worker
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from rfcircuits.crosscheck._backend_abc import WorkerLost
-from rfcircuits.crosscheck.parallel import LocalBackend, open_backend, run_tasks
+from rfcircuits.crosscheck.campaigns._backend_abc import WorkerLost
+from rfcircuits.crosscheck.campaigns.parallel import LocalBackend, open_backend, run_tasks
 from tests import interactive
 
 #: Patches for every process of a fuzz run, the Dask workers included (fresh interpreters, so
@@ -52,7 +52,7 @@ if os.environ.get("RFCIRCUITS_TEST_PLANT"):
 
 RUNS = os.environ.get("RFCIRCUITS_TEST_RUNS")
 if RUNS:
-    from rfcircuits.crosscheck import fuzz
+    from rfcircuits.crosscheck.differential import fuzz
     _run_case = fuzz.run_case
     HOLD = int(os.environ.get("RFCIRCUITS_TEST_HOLD", "-1"))
 
@@ -235,7 +235,7 @@ def test_ctrl_c_cancels_the_run_and_leaves_the_cluster_usable(planted, tmp_path)
     import dask
     import distributed
 
-    from rfcircuits.crosscheck.dask_backend import WORKER_CONFIG
+    from rfcircuits.crosscheck.campaigns.dask_backend import WORKER_CONFIG
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -255,7 +255,7 @@ def test_ctrl_c_cancels_the_run_and_leaves_the_cluster_usable(planted, tmp_path)
 def interrupted_then_reused(distributed: Any, cluster: Any, planted: Path, runs: Path,
                             tmp_path: Path) -> None:
     """A run on the cluster interrupted by Ctrl-C, then another on the same cluster."""
-    from rfcircuits.crosscheck.dask_backend import DaskBackend
+    from rfcircuits.crosscheck.campaigns.dask_backend import DaskBackend
 
     address = ["--dask", cluster.scheduler_address]
     first = start_fuzz(planted, tmp_path / "first", address, cases=100000, runs=runs,
@@ -282,9 +282,9 @@ def interrupted_then_reused(distributed: Any, cluster: Any, planted: Path, runs:
 @needs_dask
 def test_crosscheck_on_dask_reports_what_a_serial_run_does():
     # Each worker loads the client's circuits and builds its oracles at its first instance.
-    from rfcircuits.crosscheck.fuzz import make_case
-    from rfcircuits.crosscheck.harness import crosscheck
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.fuzz import make_case
+    from rfcircuits.crosscheck.differential.harness import crosscheck
+    from rfcircuits.crosscheck.differential.strategies import Limits
 
     forest, instances = make_case(5, 3, Limits())
     serial = crosscheck(forest, instances * 2, formulas=False)
@@ -298,8 +298,8 @@ def test_crosscheck_on_dask_reports_what_a_serial_run_does():
 def test_explain_on_dask_writes_what_a_serial_run_does(tmp_path, capsys):
     # The workers load the client's circuits (so its engine), once each.
     from rfcircuits.cli.main import main
-    from rfcircuits.crosscheck.fuzz import make_case
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.fuzz import make_case
+    from rfcircuits.crosscheck.differential.strategies import Limits
     from rfcircuits.forest import instance_to_json
 
     forest, instances = make_case(5, 3, Limits())
@@ -392,7 +392,7 @@ def test_a_time_budget_stops_drawing_tasks():
 
 @needs_dask
 def test_dask_backend_refuses_bad_addresses(monkeypatch):
-    from rfcircuits.crosscheck import dask_backend
+    from rfcircuits.crosscheck.campaigns import dask_backend
     from rfcircuits.errors import InputError
 
     with pytest.raises(InputError, match="local:N"):

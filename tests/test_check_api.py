@@ -11,9 +11,9 @@ import sys
 import pytest
 
 import rfcircuits
-import rfcircuits.crosscheck.harness as harness_module
+import rfcircuits.crosscheck.differential.harness as harness_module
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_ANSWERS, SUSAN_FOREST
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_ANSWERS, SUSAN_FOREST
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import forest_from_json, instance_to_json
 

@@ -27,8 +27,8 @@ import rfcircuits
 from rfcircuits import dgraph, graphengine, projections
 from rfcircuits.circuits import MANIFEST, forest_digest
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import (GENERAL, Limits, all_worlds,
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import (GENERAL, Limits, all_worlds,
                                               forest_and_instance, random_forest,
                                               random_instance)
 from rfcircuits.errors import InputError
@@ -345,8 +345,8 @@ def test_dask_workers_load_the_clients_circuits_instead_of_compiling(tmp_path, m
     distributed = pytest.importorskip("distributed")
     import dask
 
-    from rfcircuits.crosscheck.dask_backend import WORKER_CONFIG
-    from rfcircuits.crosscheck.harness import crosscheck
+    from rfcircuits.crosscheck.campaigns.dask_backend import WORKER_CONFIG
+    from rfcircuits.crosscheck.differential.harness import crosscheck
 
     (tmp_path / "sitecustomize.py").write_text(NO_COMPILING, encoding="utf-8")
     f = random_forest(random.Random(6), LIMITS)
@@ -366,7 +366,7 @@ def test_dask_workers_load_the_clients_circuits_instead_of_compiling(tmp_path, m
                                 formulas=False, dask=cluster.scheduler_address)
 
             def loaded_runs() -> int:  # (pickled by value: the workers cannot import tests)
-                from rfcircuits.crosscheck import harness
+                from rfcircuits.crosscheck.differential import harness
 
                 run = harness._REMOTE
                 return int(run is not None and run[2].choice.startswith(
@@ -383,7 +383,7 @@ def test_dask_workers_load_the_clients_circuits_instead_of_compiling(tmp_path, m
 
 
 def test_the_format_guides_example_loads_and_answers_as_a_compile():
-    from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+    from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "formats.md").read_text(
         encoding="utf-8")

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from rfcircuits.classformula import comparisons, compile_nnf
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.harness import circuit_worlds, nnf_worlds
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.harness import circuit_worlds, nnf_worlds
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.errors import BudgetExceeded
-from rfcircuits.crosscheck.spec_examples import FIGURE1_COUNTS, FIGURE1_FOREST, forest
-from rfcircuits.crosscheck.strategies import Limits, forests
+from rfcircuits.crosscheck.differential.spec_examples import FIGURE1_COUNTS, FIGURE1_FOREST, forest
+from rfcircuits.crosscheck.differential.strategies import Limits, forests
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 

@@ -19,7 +19,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ BUDGET_HINT = ("decision graphs exceed --max-nodes 3: --engine sat explains any 
 
 def test_explain_stops_at_the_node_budget(tmp_path, capsys):
     from rfcircuits.budget import default_max_nodes
-    from rfcircuits.crosscheck.spec_examples import SUSAN
+    from rfcircuits.crosscheck.differential.spec_examples import SUSAN
 
     assert default_max_nodes() > 10 ** 6  # this machine's memory is known and large
     (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
@@ -187,7 +187,7 @@ def test_explain_out_of_memory_is_a_message(tmp_path, capsys, monkeypatch):
     # Memory can run out before the node budget does (a ulimit, --max-nodes 0): a message,
     # exit 1, and the explanations already written are kept, as at the budget.
     from rfcircuits import graphengine
-    from rfcircuits.crosscheck.spec_examples import SUSAN
+    from rfcircuits.crosscheck.differential.spec_examples import SUSAN
 
     (tmp_path / "f.json").write_text(json.dumps(SUSAN_FOREST))
     (tmp_path / "i.jsonl").write_text(json.dumps(SUSAN) + "\n")

@@ -24,7 +24,7 @@ from rfcircuits.explain import Explainer
 from rfcircuits.forest import forest_from_json
 from rfcircuits.crosscheck import corpus
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.strategies import Limits
+from rfcircuits.crosscheck.differential.strategies import Limits
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = corpus.load_manifest(str(FIXTURES))

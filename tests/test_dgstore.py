@@ -27,9 +27,9 @@ from rfcircuits.errors import BudgetExceeded
 from rfcircuits.forest import Feature
 from rfcircuits.nnf import NNF
 from rfcircuits.reasons import general_reason
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.harness import circuit_worlds, nnf_worlds
-from rfcircuits.crosscheck.strategies import Limits, random_forest
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.harness import circuit_worlds, nnf_worlds
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest
 
 BACKENDS = sorted(dgraph.STORES)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -6,7 +6,7 @@ command, and the ```` ```json output ```` block right after it holds what the co
 one JSON value per instance, wrapped for reading. Each command is run here on the page's files
 and must print exactly those values (compared re-serialised, so key order counts too). The
 examples taken from the paper must also give the answers the paper lists
-(:mod:`rfcircuits.crosscheck.spec_examples`), which were written down independently of the
+(:mod:`rfcircuits.crosscheck.differential.spec_examples`), which were written down independently of the
 engine.
 
 ``docs/algorithms.md`` maps algorithms to code: every repository path and every dotted name
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from rfcircuits.cli import main
-from rfcircuits.crosscheck import spec_examples
+from rfcircuits.crosscheck.differential import spec_examples
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import dumps
 from rfcircuits.forest import load_forest

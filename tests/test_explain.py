@@ -18,13 +18,13 @@ from rfcircuits.reasons import complete_reason, general_reason
 from rfcircuits.robustness import flips
 from rfcircuits.forest import mask_states
 from rfcircuits.terms import Canonical, _table_terms, canonical, simple, simple_terms
-from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.harness import nnf_worlds
-from rfcircuits.crosscheck.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS,
+from rfcircuits.crosscheck.differential.harness import nnf_worlds
+from rfcircuits.crosscheck.differential.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS,
                                                  SUSAN, SUSAN_ANSWERS, SUSAN_FOREST, expected,
                                                  forest, instance)
-from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
+from rfcircuits.crosscheck.differential.strategies import Limits, forest_and_instance
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 
@@ -137,7 +137,7 @@ def test_valid_class_edge_case():
 def test_cli_output_is_byte_identical_to_brute_force(tmp_path, capsys, ties):
     import random
 
-    from rfcircuits.crosscheck.strategies import random_forest, random_instance
+    from rfcircuits.crosscheck.differential.strategies import random_forest, random_instance
 
     for seed in range(8):
         rng = random.Random(seed)

@@ -69,7 +69,7 @@ if limit is not None:
 mode = sys.argv.pop(1)
 if mode in ("mini", "wrong"):
     from rfcircuits.crosscheck import corpus
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.strategies import Limits
     corpus.EXAMPLE_CASES = {{"spec-flip": corpus.EXAMPLE_CASES["spec-flip"]}}
     corpus.STREAMS = (corpus.Stream("tie", "tie", 2, Limits(3, 3, 3, 2, 2), 601),)
     corpus.TRAINED = ()
@@ -177,8 +177,8 @@ def snapshot(path: Path) -> Any:
 def inputs(tmp_path_factory) -> Path:
     """Small random forests (never the datasets): one for explain, one every oracle checks
     quickly for crosscheck, one for compile; and each command's reference run."""
-    from rfcircuits.crosscheck.fuzz import make_case
-    from rfcircuits.crosscheck.strategies import GENERAL, Limits, random_instance
+    from rfcircuits.crosscheck.differential.fuzz import make_case
+    from rfcircuits.crosscheck.differential.strategies import GENERAL, Limits, random_instance
     from rfcircuits.forest import instance_to_json, save_forest
 
     root = tmp_path_factory.mktemp("inputs")
@@ -858,9 +858,9 @@ def test_a_sigint_pysat_catches_where_no_caller_expects_it_is_not_an_oracle_cras
     raised by a call nothing wrapped, stops the run as Ctrl-C does instead."""
     import pysolvers
 
-    from rfcircuits.crosscheck import sat
-    from rfcircuits.crosscheck.harness import crosscheck
-    from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+    from rfcircuits.crosscheck.oracles import sat
+    from rfcircuits.crosscheck.differential.harness import crosscheck
+    from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
     from rfcircuits.interrupts import raised_by_signal
 
     error = pysolvers.error("Caught keyboard interrupt")
@@ -879,8 +879,8 @@ def test_a_sigint_pysat_catches_in_the_sat_engine_keeps_the_finished_explanation
     from pysat import solvers
 
     from rfcircuits.cli.main import main
-    from rfcircuits.crosscheck.fuzz import make_case
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.fuzz import make_case
+    from rfcircuits.crosscheck.differential.strategies import Limits
     from rfcircuits.forest import instance_to_json, save_forest
 
     forest, instances = make_case(3, 1, Limits(5, 3, 5, 3, 3))

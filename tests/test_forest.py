@@ -14,8 +14,8 @@ from rfcircuits.forest import (Feature, Forest, forest_from_json, instance_to_js
                                interval_names, load_forest, parse_instance,
                                read_value, save_forest)
 from rfcircuits.inputs import read_instances
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
-from rfcircuits.crosscheck.strategies import random_forest
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.crosscheck.differential.strategies import random_forest
 
 
 def susan() -> dict:

@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from rfcircuits.circuits import CIRCUITS_FORMAT, FORMS
 from rfcircuits.cli.main import build_parser, main
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import WHAT_FIELDS
 from rfcircuits.forest import FOREST_FORMAT, TIES, Branching, Feature, Forest, Leaf, Tree
@@ -79,10 +79,11 @@ def test_validator_without_jsonschema_says_what_to_install(monkeypatch):
 
 
 def test_schemas_name_the_constants_the_code_uses():
-    from rfcircuits.crosscheck import mutate, verify
-    from rfcircuits.crosscheck.bdd import DG_FORMAT, NNF_FORMAT
+    from rfcircuits.crosscheck import verify
+    from rfcircuits.crosscheck.differential import mutate
+    from rfcircuits.crosscheck.oracles.bdd import DG_FORMAT, NNF_FORMAT
     from rfcircuits.crosscheck.corpus import CORPUS_FORMAT
-    from rfcircuits.crosscheck.fuzz import REPRO_FORMAT
+    from rfcircuits.crosscheck.differential.fuzz import REPRO_FORMAT
 
     formats = {"forest": FOREST_FORMAT, "nnf": NNF_FORMAT, "dg": DG_FORMAT,
                "repro": REPRO_FORMAT, "corpus-manifest": CORPUS_FORMAT,
@@ -438,7 +439,7 @@ def test_verify_report(trained, capsys):
 
 
 def test_mutate_summary(monkeypatch, capsys):
-    from rfcircuits.crosscheck import mutate
+    from rfcircuits.crosscheck.differential import mutate
 
     statuses = iter(["killed", "survived", "equivalent"])
 
@@ -505,7 +506,7 @@ def test_bench_rows(tmp_path, capsys):
 
 @functools.cache
 def susan_text() -> str:
-    from rfcircuits.crosscheck.spec_examples import forest, instance
+    from rfcircuits.crosscheck.differential.spec_examples import forest, instance
 
     f = forest(SUSAN_FOREST)
     return Explainer(f).explain_states(instance(f, SUSAN)).to_line()
@@ -544,7 +545,7 @@ EXAMPLES = {"forest": lambda: SUSAN_FOREST, "instance": lambda: SUSAN, "explanat
 
 def susan_circuits() -> dict[str, Any]:
     """The saved circuits of the Susan example's forest (a new copy)."""
-    from rfcircuits.crosscheck.spec_examples import forest
+    from rfcircuits.crosscheck.differential.spec_examples import forest
 
     return json.loads(Explainer(forest(SUSAN_FOREST), engine="graphs").dumps())
 

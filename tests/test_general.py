@@ -16,8 +16,8 @@ from rfcircuits import dgraph
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Feature
 from rfcircuits.general import Packing, close_by_resolution, maximal
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import Limits, forest_and_instance
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import Limits, forest_and_instance
 
 FULL = (0b111, 0b1111, 0b11, 0b11111)
 

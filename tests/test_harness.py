@@ -12,11 +12,11 @@ from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import TIES, forest_from_json, instance_to_json
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.fuzz import make_case, repro, run_case
-from rfcircuits.crosscheck.harness import crosscheck
-from rfcircuits.crosscheck.shrink import shrink
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
-from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
+from rfcircuits.crosscheck.differential.fuzz import make_case, repro, run_case
+from rfcircuits.crosscheck.differential.harness import crosscheck
+from rfcircuits.crosscheck.differential.shrink import shrink
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest, random_instance
 
 ORIGINAL = Explainer.explain_states
 
@@ -53,7 +53,7 @@ def test_planted_explanation_errors_are_found(monkeypatch, change, field):
 
 def test_redirected_branch_in_a_circuit_file_is_found():
     from rfcircuits.dgcompile import compile_dg
-    from rfcircuits.crosscheck.bdd import BddOracle
+    from rfcircuits.crosscheck.oracles.bdd import BddOracle
 
     f, _ = susan_case()
     comp = compile_dg(f, "first", "dg")
@@ -119,7 +119,7 @@ def test_shrinking_and_repro_files_keep_the_input_dtype(tmp_path, capsys):
 def test_a_repro_replays_the_comparison_of_soft_votes_it_was_found_with(tmp_path, monkeypatch,
                                                                         capsys):
     import rfcircuits.classformula as classformula
-    from rfcircuits.crosscheck.strategies import soften
+    from rfcircuits.crosscheck.differential.strategies import soften
 
     f = soften(random_forest(random.Random(5), Limits(max_trees=3)), random.Random(6))
     xs = [random_instance(random.Random(7), f)]
@@ -143,8 +143,8 @@ def test_a_cluster_worker_compares_soft_votes_as_the_run_asks(shipped, monkeypat
     """``crosscheck --dask``: the worker's checks use the run's ``comparison`` (whether it
     compiles the circuits or loads the client's, whose SAT file holds none)."""
     import rfcircuits.classformula as classformula
-    from rfcircuits.crosscheck import harness
-    from rfcircuits.crosscheck.strategies import soften
+    from rfcircuits.crosscheck.differential import harness
+    from rfcircuits.crosscheck.differential.strategies import soften
     from rfcircuits.explanation import ALL_WHAT
 
     f = soften(random_forest(random.Random(5), Limits(max_trees=3)), random.Random(6))
@@ -199,7 +199,7 @@ def test_same_seed_same_cases():
 
 
 def test_wrong_flip_worlds_are_found(monkeypatch):
-    import rfcircuits.crosscheck.harness as harness
+    import rfcircuits.crosscheck.differential.harness as harness
 
     real = harness.flips
     monkeypatch.setattr(harness, "flips", lambda x, clauses, full: list(real(x, clauses, full))[1:])
@@ -209,7 +209,7 @@ def test_wrong_flip_worlds_are_found(monkeypatch):
 
 
 def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
-    import rfcircuits.crosscheck.harness as harness
+    import rfcircuits.crosscheck.differential.harness as harness
 
     f, xs = next((f, xs) for seed in range(50) for f, xs in [make_case(11, seed, Limits())]
                  if len(f.classes) >= 3)
@@ -228,7 +228,7 @@ def test_alg_3a_must_give_one_graph_per_class(monkeypatch):
 def test_one_compile_serves_both_forms_and_the_explanations(monkeypatch):
     """A large forest's graphs are compiled once per crosscheck, not once per use."""
     import rfcircuits.graphengine
-    import rfcircuits.crosscheck.harness as harness
+    import rfcircuits.crosscheck.differential.harness as harness
 
     f, xs = make_case(5, 3, Limits())
     real = harness.compile_dg
@@ -423,10 +423,10 @@ def test_jobs_must_be_positive(tmp_path, capsys):
 
 
 def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
-    from rfcircuits.crosscheck.sat import SatOracle
+    from rfcircuits.crosscheck.oracles.sat import SatOracle
 
     def robustness(self, x):
-        raise KeyboardInterrupt  # what rfcircuits.crosscheck.sat raises for Ctrl-C inside PySAT
+        raise KeyboardInterrupt  # what rfcircuits.crosscheck.oracles.sat raises for Ctrl-C inside PySAT
 
     monkeypatch.setattr(SatOracle, "robustness", robustness)
     f, xs = susan_case()
@@ -436,7 +436,7 @@ def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
 
 
 def test_fuzz_stops_at_an_interrupted_report(monkeypatch):
-    import rfcircuits.crosscheck.fuzz as fuzz
+    import rfcircuits.crosscheck.differential.fuzz as fuzz
 
     real = fuzz.crosscheck
 
@@ -451,8 +451,8 @@ def test_fuzz_stops_at_an_interrupted_report(monkeypatch):
 
 
 def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
-    import rfcircuits.crosscheck.harness as harness
-    from rfcircuits.crosscheck.sat import SatOracle
+    import rfcircuits.crosscheck.differential.harness as harness
+    from rfcircuits.crosscheck.oracles.sat import SatOracle
 
     f, xs = susan_case()
     small = crosscheck(f, xs, oracles=("sat",), formulas=False, what=("sr", "nr"))
@@ -489,7 +489,7 @@ def test_large_forests_check_srs_and_nrs_by_the_certificate(monkeypatch):
 
 
 def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch):
-    import rfcircuits.crosscheck.brute as brute
+    import rfcircuits.crosscheck.oracles.brute as brute
 
     f, xs = susan_case()
     assert brute.BruteForce(f).general_too_big() is None
@@ -512,8 +512,8 @@ def test_brute_force_leaves_general_fields_past_its_candidate_bound(monkeypatch)
 def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
     from rfcircuits.classformula import compile_nnf
     from rfcircuits.dgcompile import compile_dg
-    from rfcircuits.crosscheck.brute import BruteForce, WorldSet
-    from rfcircuits.crosscheck.harness import circuit_worlds
+    from rfcircuits.crosscheck.oracles.brute import BruteForce, WorldSet
+    from rfcircuits.crosscheck.differential.harness import circuit_worlds
 
     f, _ = make_case(seed, 0, Limits())
     brute = BruteForce(f)
@@ -533,7 +533,7 @@ def test_circuit_worlds_are_the_worlds_each_circuit_accepts(seed):
 
 
 def test_a_wrong_class_formula_is_found_by_brute_force_and_sat(monkeypatch):
-    import rfcircuits.crosscheck.harness as harness
+    import rfcircuits.crosscheck.differential.harness as harness
 
     real = harness.compile_nnf
 

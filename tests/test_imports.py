@@ -103,3 +103,23 @@ def test_a_cycle_is_found(tmp_path):
     assert sorted(graph.edges) == [("p.a", "p.sub.b"), ("p.c", "p.a"), ("p.d", "p.c"),
                                    ("p.sub.b", "p.c")]
     assert sorted(map(sorted, nx.simple_cycles(graph))) == [["p.a", "p.c", "p.sub.b"]]
+
+
+def test_documented_import_paths_exist():
+    """docs/api.md's table of ``rfcircuits.crosscheck``'s import paths: every module imports,
+    and every name it lists (in backticks, before the row's colon) is in one of the row's
+    modules."""
+    import importlib
+    import re
+
+    text = (Path(__file__).parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    table = text.split("### Import paths of `rfcircuits.crosscheck`", 1)[1].split("\n#", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines()
+            if line.startswith("| `rfcircuits.")]
+    assert len(rows) >= 12
+    for modules, names in rows:
+        loaded = [importlib.import_module(m) for m in re.findall(r"`([\w.]+)`", modules)]
+        listed = re.findall(r"`(\w+)`", names.split(":")[0])
+        assert listed, modules
+        for name in listed:
+            assert any(hasattr(m, name) for m in loaded), (modules, name)

@@ -13,7 +13,7 @@ from sklearn.ensemble import RandomForestClassifier
 
 from rfcircuits import Explainer, from_sklearn
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import SUSAN_FOREST
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN_FOREST
 from rfcircuits.errors import InputError
 from rfcircuits.forest import forest_from_json, instance_to_json, load_forest
 from rfcircuits.inputs import read_instances

@@ -6,7 +6,7 @@ import hashlib
 import io
 import zipfile
 
-from rfcircuits.crosscheck.mutate import (PACKAGE_DIRS, _copy_packages, _mutated_source, judge,
+from rfcircuits.crosscheck.differential.mutate import (PACKAGE_DIRS, _copy_packages, _mutated_source, judge,
                                           mutants, snapshot_archive, summary)
 
 
@@ -40,7 +40,7 @@ def test_a_breaking_mutant_is_killed_and_the_tree_is_untouched(tmp_path):
 
 
 def test_summary_counts():
-    from rfcircuits.crosscheck.mutate import Verdict
+    from rfcircuits.crosscheck.differential.mutate import Verdict
 
     data = summary([Verdict("a", "m", "cmp", "killed"), Verdict("b", "m", "cmp", "survived"),
                     Verdict("c", "m", "const", "equivalent")])
@@ -49,7 +49,7 @@ def test_summary_counts():
 
 
 def test_type_annotations_are_not_mutated():
-    from rfcircuits.crosscheck.mutate import locate, mutants
+    from rfcircuits.crosscheck.differential.mutate import locate, mutants
 
     # ``progress: Callable[[int, int], None] | None`` is an annotation, not code.
     lines = locate("rfcircuits/classformula.py").read_text(encoding="utf-8").splitlines()
@@ -61,7 +61,7 @@ def test_type_annotations_are_not_mutated():
 def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
     # Mutants are made from a copy taken when the campaign starts, so editing the working
     # tree during a long campaign cannot shift the sample or the code a mutant lands in.
-    from rfcircuits.crosscheck import mutate
+    from rfcircuits.crosscheck.differential import mutate
 
     seen = []
 
@@ -80,7 +80,7 @@ def test_campaign_judges_a_snapshot_of_the_tree(monkeypatch):
 def test_every_listed_equivalent_mutant_exists():
     # An id left behind when its module changes would silently stop excusing anything (or,
     # worse, excuse a different mutant that moved onto its line).
-    from rfcircuits.crosscheck.mutate import DEFAULT_MODULES, equivalent_mutants
+    from rfcircuits.crosscheck.differential.mutate import DEFAULT_MODULES, equivalent_mutants
 
     ids = {m.ident for module in DEFAULT_MODULES for m in mutants(module)}
     assert sorted(set(equivalent_mutants()) - ids) == []

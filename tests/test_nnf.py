@@ -52,7 +52,7 @@ def test_invariant_checker_catches_corruption():
 
 def test_exports():
     from rfcircuits.forest import forest_from_json
-    from rfcircuits.crosscheck.spec_examples import SUSAN_FOREST
+    from rfcircuits.crosscheck.differential.spec_examples import SUSAN_FOREST
 
     forest = forest_from_json(SUSAN_FOREST)
     m = NNF(forest.features)

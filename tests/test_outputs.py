@@ -13,7 +13,7 @@ import pytest
 from rfcircuits.atomicio import (PARTIAL, atomic_open, check_output, output_dir, record_output,
                                  write_json)
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import SUSAN, SUSAN_FOREST
+from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST
 from rfcircuits.errors import InputError
 
 

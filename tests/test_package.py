@@ -66,7 +66,7 @@ def layer(name: str) -> int:
 
 def test_layers_import_only_downwards():
     found = modules()
-    assert "rfcircuits.explain" in found and "rfcircuits.crosscheck.sat" in found \
+    assert "rfcircuits.explain" in found and "rfcircuits.crosscheck.oracles.sat" in found \
         and "rfcircuits.cli.main" in found
     wrong = []
     for name, path in sorted(found.items()):
@@ -152,7 +152,7 @@ def test_wheel_holds_the_c_extension_and_one_package(tmp_path):
     assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"rfcircuits"}
     assert not any(n.endswith(".c") for n in names)
     assert {"rfcircuits/py.typed", "rfcircuits/schemas/forest.schema.json",
-            "rfcircuits/crosscheck/EQUIVALENT_MUTANTS.md"} <= set(names)
+            "rfcircuits/crosscheck/differential/EQUIVALENT_MUTANTS.md"} <= set(names)
     # the golden corpus, for the pytest plugin: manifest, forests and instances of every case
     corpus = "rfcircuits/crosscheck/fixtures/"
     cases = {n.split("/")[4] for n in names if n.startswith(corpus + "cases/")}
@@ -168,4 +168,4 @@ def test_wheel_without_a_compiler_says_so_once(tmp_path):
     done, names = build_wheel(tmp_path, {"CC": "false"})
     assert (done.stdout + done.stderr).count(NOTICE) == 1
     assert not any("_dgstore." in n for n in names)
-    assert "rfcircuits/explain.py" in names and "rfcircuits/crosscheck/sat.py" in names
+    assert "rfcircuits/explain.py" in names and "rfcircuits/crosscheck/oracles/sat.py" in names

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from rfcircuits import classformula
 from rfcircuits.classformula import UNARY_MAX_UNITS, compile_nnf, soft_comparison
 from rfcircuits.ops import Ops
-from rfcircuits.crosscheck.fuzz import SOFT_PLAN, make_case, soft_case
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import (Limits, random_forest, random_instance,
+from rfcircuits.crosscheck.differential.fuzz import SOFT_PLAN, make_case, soft_case
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import (Limits, random_forest, random_instance,
                                               random_soft_forest)
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.dgraph import DG

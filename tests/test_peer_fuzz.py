@@ -1,4 +1,4 @@
-"""``fuzz --adapter`` (crosscheck/peer_fuzz.py) with adapters written here (no PyXAI): a
+"""``fuzz --adapter`` (crosscheck/peers/fuzz.py) with adapters written here (no PyXAI): a
 correct peer keeps every promise on cases that cover ties and every class; a planted fault is
 found, shrunk and saved as a repro that validates and still fails when graded again; crashes
 and hangs are counted apart; cases are a function of the seed and the case number."""
@@ -19,9 +19,9 @@ from rfcircuits.cli.main import main
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import forest_from_json, parse_instance
 from rfcircuits.formats import validator
-from rfcircuits.crosscheck import peer_fuzz as pf
-from rfcircuits.crosscheck.adapters.base import Answer, Promise
-from rfcircuits.crosscheck.promises import grade_answers
+from rfcircuits.crosscheck.peers import fuzz as pf
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.peers.promises import grade_answers
 
 ADAPTERS = "tests.test_peer_fuzz"
 

@@ -1,4 +1,4 @@
-"""Findings that rest on a peer's model of the forest (crosscheck/peer_model.py): a peer that
+"""Findings that rest on a peer's model of the forest (crosscheck/peers/modelling.py): a peer that
 is exact for its own model — the same trees with coarser weights, the strict rule — keeps
 every promise it made for that model, and every finding the exact sums show on its answers is
 a difference of definition with a world where both forests' trees decide apart. No peer is
@@ -17,11 +17,11 @@ import pytest
 
 from rfcircuits.forest import Forest, Leaf, Tree
 from rfcircuits.terms import term_json
-from rfcircuits.crosscheck.adapters.base import Answer, Promise, Task, check_adapter
-from rfcircuits.crosscheck.peer_model import ModelView, PeerModel, winners
-from rfcircuits.crosscheck.promises import FAILING, UNANSWERED, grade_answers
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.strategies import (Limits, all_worlds, pick_by_margin,
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise, Task, check_adapter
+from rfcircuits.crosscheck.peers.modelling import ModelView, PeerModel, winners
+from rfcircuits.crosscheck.peers.promises import FAILING, UNANSWERED, grade_answers
+from rfcircuits.crosscheck.oracles.sat import SatOracle
+from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, pick_by_margin,
                                               random_forest, soften, with_edge_worlds)
 
 

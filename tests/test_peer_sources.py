@@ -1,7 +1,7 @@
-"""The forests and rows a peer is graded on (:mod:`rfcircuits.crosscheck.peers`): the user's
+"""The forests and rows a peer is graded on (:mod:`rfcircuits.crosscheck.peers.grading`): the user's
 forest file through a scikit-learn model built from it
-(:mod:`rfcircuits.crosscheck.sklearn_model`), the three routes of ``verify-peer`` and ``fuzz
---adapter`` and their errors, and :func:`~rfcircuits.crosscheck.peers.grade_peer`. The model
+(:mod:`rfcircuits.crosscheck.peers.sklearn_model`), the three routes of ``verify-peer`` and ``fuzz
+--adapter`` and their errors, and :func:`~rfcircuits.crosscheck.peers.grading.grade_peer`. The model
 is checked against the forest's own votes on every world, row origins against the files."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from rfcircuits.cli.main import main
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Feature, Forest, forest_from_json, instance_to_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck import peer_fuzz as pf
-from rfcircuits.crosscheck.peers import grade_peer, load_forest_data
-from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
-from rfcircuits.crosscheck.strategies import Limits, random_forest, world_values
+from rfcircuits.crosscheck.peers import fuzz as pf
+from rfcircuits.crosscheck.peers.grading import grade_peer, load_forest_data
+from rfcircuits.crosscheck.peers.sklearn_model import sklearn_from_forest
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest, world_values
 
 PEER = "tests.test_unreachable:Float64Peer"  # our engine, as a float64 reader would answer
 # x1 is tested on a set of states that is no interval ({0, 2}), and a subtree is shared

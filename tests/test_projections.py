@@ -17,8 +17,8 @@ from rfcircuits.graphengine import NR_METHODS, GraphEngine
 from rfcircuits.forest import Feature
 from rfcircuits.projections import MAX_FEATURES, Projections, TooLarge
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.strategies import Limits, forest_and_instance, random_forest
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import Limits, forest_and_instance, random_forest
 from sklearn.ensemble import RandomForestClassifier
 
 BACKENDS = sorted(dgraph.STORES)

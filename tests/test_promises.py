@@ -1,4 +1,4 @@
-"""Grading a peer against its promises (:mod:`rfcircuits.crosscheck.promises`) and the
+"""Grading a peer against its promises (:mod:`rfcircuits.crosscheck.peers.promises`) and the
 ``verify-peer`` command, with in-test adapters built on our engine and planted faults. Every
 expectation comes from enumerating the forest's worlds, not from the grader."""
 
@@ -15,12 +15,12 @@ from rfcircuits.cli.main import main
 from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.terms import term_json
-from rfcircuits.crosscheck.adapters.base import (Answer, Promise, Task, check_adapter,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, Promise, Task, check_adapter,
                                                  load_adapter)
-from rfcircuits.crosscheck.minimality import condition_minimal
-from rfcircuits.crosscheck.promises import grade_answers
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
+from rfcircuits.crosscheck.peers.minimality import condition_minimal
+from rfcircuits.crosscheck.peers.promises import grade_answers
+from rfcircuits.crosscheck.oracles.sat import SatOracle
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest, random_instance
 
 
 def _implies(forest: Forest, term, c: int) -> bool:
@@ -242,7 +242,7 @@ def test_verify_peer_runs_a_user_adapter_and_keeps_its_outputs(tmp_path, capsys)
 
 
 def test_beyond_enumeration_a_smaller_item_is_confirmed_by_another_encoding(monkeypatch):
-    import rfcircuits.crosscheck.promises as promises
+    import rfcircuits.crosscheck.peers.promises as promises
 
     monkeypatch.setattr(promises, "CONFIRM_WORLDS", 0)  # every evidence too big to enumerate
     found = 0
@@ -278,7 +278,7 @@ class StuckNRs:
 
 
 def test_beyond_enumeration_a_stuck_clause_is_confirmed_by_another_encoding(monkeypatch):
-    import rfcircuits.crosscheck.promises as promises
+    import rfcircuits.crosscheck.peers.promises as promises
 
     monkeypatch.setattr(promises, "CONFIRM_WORLDS", 0)  # every evidence too big to enumerate
     found = 0

@@ -22,9 +22,9 @@ import pytest
 from rfcircuits.forest import forest_from_json, instance_to_json, load_forest, parse_instance
 from rfcircuits.formats import validator
 from rfcircuits.crosscheck import corpus
-from rfcircuits.crosscheck.adapters.base import Answer, Promise
-from rfcircuits.crosscheck.peer_repro import peer_repro
-from rfcircuits.crosscheck.promises import grade_answers
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.peers.repro import peer_repro
+from rfcircuits.crosscheck.peers.promises import grade_answers
 from rfcircuits.crosscheck.pytest_plugin import raw_rows
 
 pytest_plugins = ["pytester"]
@@ -35,7 +35,7 @@ import json
 import time
 
 from rfcircuits.explain import Explainer
-from rfcircuits.crosscheck.adapters.base import Answer, Promise
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise
 
 
 class Correct:

@@ -13,16 +13,16 @@ import sys
 import numpy as np
 import pytest
 
-import rfcircuits.crosscheck.adapters.pyxai as adapter
-import rfcircuits.crosscheck.adapters.worker as worker
-import rfcircuits.crosscheck.peers as peers
+import rfcircuits.crosscheck.peers.adapters.pyxai as adapter
+import rfcircuits.crosscheck.peers.adapters.worker as worker
+import rfcircuits.crosscheck.peers.grading as peers
 from rfcircuits.datasets import Dataset, train_forest
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Leaf, forest_from_json
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.cli.main import build_parser, main
-from rfcircuits.crosscheck.adapters.base import Answer, PeerUnavailable, Task
-from rfcircuits.crosscheck.promises import grade_answers
+from rfcircuits.crosscheck.peers.adapters.base import Answer, PeerUnavailable, Task
+from rfcircuits.crosscheck.peers.promises import grade_answers
 
 FOREST = {
     "format": "rfcircuits.forest/1",
@@ -236,7 +236,7 @@ def _xgboost_task(n_classes: int = 2, rounds: int = 5, rows: int = 10) -> Task:
     from xgboost import XGBClassifier
 
     from rfcircuits.boosted_import import forest_from_xgboost
-    from rfcircuits.crosscheck.strategies import pick_by_margin
+    from rfcircuits.crosscheck.differential.strategies import pick_by_margin
 
     X, y = (load_breast_cancer if n_classes == 2 else load_iris)(return_X_y=True)
     model = XGBClassifier(n_estimators=rounds, max_depth=2, random_state=0, n_jobs=1).fit(X, y)

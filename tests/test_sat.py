@@ -15,11 +15,11 @@ from rfcircuits.errors import InputError
 from rfcircuits.explanation import Explanation
 from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree, classes_from_votes
 from rfcircuits.terms import simple
-from rfcircuits.crosscheck import sat
-from rfcircuits.crosscheck import spec_examples as ex
-from rfcircuits.crosscheck.brute import BruteForce
-from rfcircuits.crosscheck.sat import ENCODINGS, SatOracle
-from rfcircuits.crosscheck.strategies import (Limits, forest_and_instance, random_forest,
+from rfcircuits.crosscheck.oracles import sat
+from rfcircuits.crosscheck.differential import spec_examples as ex
+from rfcircuits.crosscheck.oracles.brute import BruteForce
+from rfcircuits.crosscheck.oracles.sat import ENCODINGS, SatOracle
+from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, random_forest,
                                               random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)

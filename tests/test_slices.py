@@ -1,4 +1,4 @@
-"""Slices and path boxes (rfcircuits.crosscheck.slices) against the trees' votes world by world,
+"""Slices and path boxes (rfcircuits.crosscheck.oracles.slices) against the trees' votes world by world,
 and the SAT oracle's GSR and GNR verdicts against their definitions under every tie policy,
 ``strict`` included (the brute-force oracle knows only ``first`` and ``all``)."""
 
@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rfcircuits.forest import classes_from_votes
-from rfcircuits.crosscheck import sat
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.slices import Slice, general_reason_grid, path_box
-from rfcircuits.crosscheck.strategies import Limits, all_worlds, forest_and_instance
+from rfcircuits.crosscheck.oracles import sat
+from rfcircuits.crosscheck.oracles.sat import SatOracle
+from rfcircuits.crosscheck.oracles.slices import Slice, general_reason_grid, path_box
+from rfcircuits.crosscheck.differential.strategies import Limits, all_worlds, forest_and_instance
 
 LIMITS = Limits(max_features=4, max_states=5, max_trees=7, max_classes=3)
 SETTINGS = settings(max_examples=40, deadline=None,

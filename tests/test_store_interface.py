@@ -27,7 +27,7 @@ from rfcircuits._store_abc import Store
 from rfcircuits.dgcompile import tree_code
 from rfcircuits.dgstore import FALSE, GAP, TRUE, PyStore
 from rfcircuits.errors import BudgetExceeded
-from rfcircuits.crosscheck.strategies import Limits, random_forest
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest
 
 
 def cannot_build_extensions() -> str | None:

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from rfcircuits.forest import Leaf, forest_from_json
-from rfcircuits.crosscheck.strategies import (Limits, all_worlds, margin, pick_by_margin,
+from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, margin, pick_by_margin,
                                               random_forest, random_soft_forest, tied)
 
 

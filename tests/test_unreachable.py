@@ -1,5 +1,5 @@
 """Findings that rest only on states no float32 input reaches
-(:mod:`rfcircuits.crosscheck.unreachable`), told apart from broken promises, on three trees
+(:mod:`rfcircuits.crosscheck.peers.unreachable`), told apart from broken promises, on three trees
 fitted by scikit-learn so that two thresholds of ``x0`` enclose no float32 value. A peer that
 reads inputs as float64 (our engine on the forest imported without merging, as RFxpl cuts)
 answers right for its reading and wrong for the model scikit-learn runs; every expectation
@@ -22,11 +22,11 @@ from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer
 from rfcircuits.formats import validator
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck import peer_fuzz as pf
-from rfcircuits.crosscheck.adapters.base import Answer, Promise, Task
-from rfcircuits.crosscheck.adapters.rfxpl import literals
-from rfcircuits.crosscheck.peers import grade_peer, load_model_data
-from rfcircuits.crosscheck.unreachable import Float64View
+from rfcircuits.crosscheck.peers import fuzz as pf
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise, Task
+from rfcircuits.crosscheck.peers.adapters.rfxpl import literals
+from rfcircuits.crosscheck.peers.grading import grade_peer, load_model_data
+from rfcircuits.crosscheck.peers.unreachable import Float64View
 
 HIGH = float(np.float32(0.52))
 HIGHER = float(np.nextafter(np.float32(HIGH), np.float32(1)))  # the next float32

@@ -18,17 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rfcircuits.crosscheck.sat as sat_module
+import rfcircuits.crosscheck.oracles.sat as sat_module
 import rfcircuits.crosscheck.verify as verify_module
 from rfcircuits.explain import Explainer
 from rfcircuits.inputs import read_instances
 from rfcircuits.forest import (Forest, Instance, classes_from_votes, forest_from_json,
                                instance_to_json, parse_instance)
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
+from rfcircuits.crosscheck.differential.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
                                                  SUSAN_FOREST, forest, instance)
-from rfcircuits.crosscheck.strategies import Limits, random_forest, random_instance
-from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.differential.strategies import Limits, random_forest, random_instance
+from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.verify import verify
 
 NUMERIC_FOREST = {

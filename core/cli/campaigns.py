@@ -50,8 +50,8 @@ def _children_mb() -> float:
 def _fuzz_row(seed: int, cases: int, jobs: int, dask: str | None
               ) -> tuple[float, float | None, Any]:
     """Seconds of the cases, of the start (the cluster, and its workers' imports), answers."""
-    from rfcircuits.crosscheck.fuzz import fuzz
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.fuzz import fuzz
+    from rfcircuits.crosscheck.differential.strategies import Limits
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rfcircuits-bench-") as out:
@@ -67,7 +67,7 @@ def _fuzz_row(seed: int, cases: int, jobs: int, dask: str | None
 def _mutate_row(seed: int, sample: int, budget: float, jobs: int, dask: str | None
                 ) -> tuple[float, float | None, Any]:
     """Seconds of the campaign (its start included), None, answers."""
-    from rfcircuits.crosscheck import mutate
+    from rfcircuits.crosscheck.differential import mutate
 
     start = time.perf_counter()
     verdicts = mutate.campaign(list(mutate.DEFAULT_MODULES), sample, budget, jobs, seed, dask)

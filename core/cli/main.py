@@ -65,7 +65,7 @@ def backend(args: argparse.Namespace) -> str | None:
 
 def add_peer_source(p: argparse.ArgumentParser, fuzz: bool = False) -> None:
     """The user's forest for a peer: ``--model M --data D`` or ``--forest F --instances I``,
-    and ``--target`` (:func:`rfcircuits.crosscheck.peers.peer_data`); ``fuzz``: for ``fuzz
+    and ``--target`` (:func:`rfcircuits.crosscheck.peers.grading.peer_data`); ``fuzz``: for ``fuzz
     --adapter``, which has no ``--rows``."""
     with_adapter = "with --adapter: " if fuzz else ""
     options = (
@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _mutate(args: argparse.Namespace) -> int:
-    from rfcircuits.crosscheck.mutate import cmd_mutate
+    from rfcircuits.crosscheck.differential.mutate import cmd_mutate
 
     backend(args)  # --jobs beside --dask is refused before the packages are copied
     return cmd_mutate(args)
@@ -293,8 +293,8 @@ def _rows_on(args: argparse.Namespace, explainer: Any, instances: Sequence[Any],
              ) -> Iterator[tuple[int, str]]:
     """``explain``'s records (in ``--format`` ``fmt``) from row ``start`` on, in order: on
     this process, ``--jobs`` workers or a ``--dask`` cluster
-    (:mod:`rfcircuits.crosscheck.explain_rows`)."""
-    from rfcircuits.crosscheck.explain_rows import explain_rows
+    (:mod:`rfcircuits.crosscheck.campaigns.explain_rows`)."""
+    from rfcircuits.crosscheck.campaigns.explain_rows import explain_rows
 
     return explain_rows(explainer, instances, what, start, args.jobs, backend(args), options,
                         fmt)
@@ -332,9 +332,9 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
     each finished unit's checks (the class formulas, then each instance) as a JSON line, so
     that an interrupted run (finished units kept, exit 128 + signal) can be resumed."""
     from rfcircuits.atomicio import check_output, record_output, write_json
-    from rfcircuits.crosscheck.fuzz import repro
+    from rfcircuits.crosscheck.differential.fuzz import repro
     from rfcircuits.classformula import COMPARISONS
-    from rfcircuits.crosscheck.harness import Disagreement, Outcome, Report, crosscheck
+    from rfcircuits.crosscheck.differential.harness import Disagreement, Outcome, Report, crosscheck
 
     if args.replay:
         doc = load_json_file(args.replay)
@@ -446,16 +446,16 @@ def cmd_crosscheck(args: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(args: argparse.Namespace) -> int:
-    from rfcircuits.crosscheck.fuzz import fuzz, summary_json, summary_text
-    from rfcircuits.crosscheck.strategies import Limits
+    from rfcircuits.crosscheck.differential.fuzz import fuzz, summary_json, summary_text
+    from rfcircuits.crosscheck.differential.strategies import Limits
 
     seconds = args.seconds if args.seconds or args.cases else 60.0
     peer_options = [o for o in ("model", "data", "forest", "instances", "target",
                                 "adapter_option") if getattr(args, o) is not None]
     if args.adapter:  # another explainer: exit 1 also for its crashes
-        from rfcircuits.crosscheck import peer_fuzz as pf
-        from rfcircuits.crosscheck.adapters.base import load_adapter
-        from rfcircuits.crosscheck.peers import adapter_options, peer_data
+        from rfcircuits.crosscheck.peers import fuzz as pf
+        from rfcircuits.crosscheck.peers.adapters.base import load_adapter
+        from rfcircuits.crosscheck.peers.grading import adapter_options, peer_data
 
         if args.jobs != 1 or args.dask or args.cases:
             raise InputError("--jobs, --dask, --cases: fuzz --adapter runs in one process, "
@@ -506,7 +506,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_verify_peer(args: argparse.Namespace) -> int:
     """Other explainers graded against their promises (``verify-pyxai``: PyXAI's kinds);
     ``--instances K``, a number, is ``--rows K``."""
-    from rfcircuits.crosscheck.peers import run_verify_peer
+    from rfcircuits.crosscheck.peers.grading import run_verify_peer
 
     if args.instances is not None and args.forest is None and args.instances.isdigit():
         if args.rows is not None:

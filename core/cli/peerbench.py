@@ -3,7 +3,7 @@
 Two scikit-learn forests on breast-cancer (scikit-learn's copy; 85/15 split and forest seeded
 by ``--seed``): 100 trees of depth 4, and the default forest (100 trees, unlimited depth).
 On the first ``--rows`` test rows, one process times our answers (after compiling the CNF,
-reported apart) and PyXAI's worker times its calls (:func:`rfcircuits.crosscheck.adapters.
+reported apart) and PyXAI's worker times its calls (:func:`rfcircuits.crosscheck.peers.adapters.
 pyxai.run_pyxai`, its model imported before the clock). Rows pair like with like:
 
 - ``one SR``: :meth:`rfcircuits.satengine.SatEngine.one_sr` beside ``sufficient_reason``;
@@ -84,7 +84,7 @@ def bench_pyxai(args: argparse.Namespace) -> int:
     from sklearn.ensemble import RandomForestClassifier
 
     from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-    from rfcircuits.crosscheck.adapters.pyxai import pyxai_version, run_pyxai
+    from rfcircuits.crosscheck.peers.adapters.pyxai import pyxai_version, run_pyxai
 
     if pyxai_version() is None:
         raise InputError("bench pyxai: PyXAI is not installed (pip install 'rfcircuits[pyxai]')")

@@ -29,7 +29,7 @@ from rfcircuits.errors import BudgetExceeded
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import Instance
-from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.oracles.sat import SatOracle
 
 INSTANCES = 20
 #: ``--suite trained``: dataset -> depth of its 100-tree forest (issue 30's forests).

@@ -1,5 +1,5 @@
 """A scikit-learn model of a forest file, for the peers that are given one (``verify-peer
---forest``, ``fuzz --adapter --forest``, :func:`rfcircuits.crosscheck.peers.grade_peer`).
+--forest``, ``fuzz --adapter --forest``, :func:`rfcircuits.crosscheck.peers.grading.grade_peer`).
 
 PyXAI imports a fitted ``RandomForestClassifier``, RFxpl reads its ``estimators_``: a forest
 of ours reaches them as such a model, built tree by tree (:func:`sklearn_from_forest`). Every

@@ -2,7 +2,7 @@
 (docs/formats.md#repro-files), what the pytest plugin and ``fuzz --adapter`` save for the
 author of another explainer.
 
-Each finding of a :class:`~rfcircuits.crosscheck.promises.PeerReport` (a broken promise, an
+Each finding of a :class:`~rfcircuits.crosscheck.peers.promises.PeerReport` (a broken promise, an
 item missing from an answer promised complete, a dispute between our engine and the SAT
 oracle, one of these resting only on states no float32 input reaches or on the peer's model of
 the forest) becomes one disagreement, and so does each failure of the peer (an error, a timeout, output we cannot
@@ -16,10 +16,10 @@ from dataclasses import asdict
 from typing import Any
 
 from rfcircuits.forest import Forest, Instance, instance_to_json
-from rfcircuits.crosscheck.adapters.base import Answer, Task
-from rfcircuits.crosscheck.fuzz import repro
-from rfcircuits.crosscheck.harness import Disagreement
-from rfcircuits.crosscheck.promises import Finding, PeerReport, row_origin
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Task
+from rfcircuits.crosscheck.differential.fuzz import repro
+from rfcircuits.crosscheck.differential.harness import Disagreement
+from rfcircuits.crosscheck.peers.promises import Finding, PeerReport, row_origin
 
 
 def finding_disagreement(forest: Forest, peer: str, finding: Finding) -> Disagreement:

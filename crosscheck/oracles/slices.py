@@ -2,7 +2,7 @@
 
 A general necessary reason of ``x`` is a prime implicate of GR, and GR is closed under moving
 any feature back to ``x[X]`` (docs/semantics.md §7; the lemma of
-:mod:`rfcircuits.crosscheck.brute`). So whether a clause on the features ``V`` is an implicate,
+:mod:`rfcircuits.crosscheck.oracles.brute`). So whether a clause on the features ``V`` is an implicate,
 prime, and variable-minimal depends only on the *slice* of ``V``: the worlds that agree with
 ``x`` outside ``V``. On a slice each tree takes ``x``'s branch at every node testing a feature
 outside ``V``, so only the branch masks met on the free features matter: the states of a free
@@ -159,7 +159,7 @@ def general_reason_grid(sl: Slice) -> np.ndarray:
 
 def gnr_verdicts(sl: Slice, clause: Clause) -> dict[str, bool]:
     """The GNR verdicts (``valid``, ``prime``, ``variable_minimal``: see
-    :meth:`rfcircuits.crosscheck.sat.SatOracle.check_gnr`) of a clause whose features are the
+    :meth:`rfcircuits.crosscheck.oracles.sat.SatOracle.check_gnr`) of a clause whose features are the
     slice's, in the slice's order.
 
     - ``valid``: no cell of GR has, on every axis, an atom meeting the states the literal

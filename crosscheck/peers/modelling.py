@@ -30,7 +30,7 @@ by evaluating both forests' trees at that world. Which world, per verdict:
 
 Every finding regraded so is counted apart from the broken promises; the exit code ignores
 it, as it ignores findings that rest only on states no float32 input reaches
-(:mod:`rfcircuits.crosscheck.unreachable`), which are tried first.
+(:mod:`rfcircuits.crosscheck.peers.unreachable`), which are tried first.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from typing import Any
 
 from rfcircuits.forest import Forest, Instance, classes_from_votes, instance_to_json
 from rfcircuits.terms import Term
-from rfcircuits.crosscheck.minimality import condition_minimal
-from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.peers.minimality import condition_minimal
+from rfcircuits.crosscheck.oracles.sat import SatOracle
 
 #: The tie rules a peer's model may decide by: ``first`` (numpy's argmax) or ``strict``
 #: (its class must beat every other strictly; a tie is no class).

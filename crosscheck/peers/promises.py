@@ -1,12 +1,12 @@
 """Verdicts against a peer's own promises: what ``verify-peer``, ``fuzz --adapter`` and the
 pytest plugin report about another explainer.
 
-A peer's answers (:class:`~rfcircuits.crosscheck.adapters.base.Answer`) are graded item by
+A peer's answers (:class:`~rfcircuits.crosscheck.peers.adapters.base.Answer`) are graded item by
 item by ``verify`` (:class:`~rfcircuits.crosscheck.verify.Verifier`: the SAT oracle, and the
 native engine's complete answer for fields the peer promises to answer completely — except
 SRs and NRs promised together, whose completeness the oracle's certificate proves without
 it), and every verdict is then
-sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.Promise`):
+sorted by what the peer declared (:class:`~rfcircuits.crosscheck.peers.adapters.base.Promise`):
 
 - **broken promises**: a guarantee of the peer fails — validity (``sufficient``, ``valid``,
   ``necessary``, ``reaches``) for a ``formal`` guarantee, and the minimality it declares
@@ -20,12 +20,12 @@ sorted by what the peer declared (:class:`~rfcircuits.crosscheck.adapters.base.P
 - **findings that rest only on states no float32 input reaches** (``unreachable``): a broken
   promise or a missing item that holds only because the peer reads inputs as float64 and cuts
   at thresholds that no float32 value separates, which scikit-learn's trees never see
-  (:mod:`rfcircuits.crosscheck.unreachable`, for forests imported from the task's model): its
+  (:mod:`rfcircuits.crosscheck.peers.unreachable`, for forests imported from the task's model): its
   reason and the world that shows it, counted apart, not broken promises;
 - **differences of definition shown by a world** (``definition``): a broken promise or a
   missing item that holds for the peer's own model of the forest — RFxpl's weighted-vote
   mode sums leaf probabilities rounded to three decimals and asks for a strict win — when
-  the adapter declares that model (:mod:`rfcircuits.crosscheck.peer_model`): a world where
+  the adapter declares that model (:mod:`rfcircuits.crosscheck.peers.modelling`): a world where
   the exact sums and the peer's sums decide apart, confirmed by both forests' trees, counted
   apart, not broken promises;
 - **differences of definition**: verdicts of our definitions the peer never promised, counted
@@ -44,7 +44,7 @@ fails under ``first`` but holds under ``strict`` is a difference of definition (
 
 :attr:`PeerReport.ok` (exit 0) holds when no promise is broken, nothing promised complete is
 missing and we dispute nothing. Every finding names its row by its place in the data
-(``data_row``, ``where``; the task's :class:`~rfcircuits.crosscheck.adapters.base.RowOrigin`)
+(``data_row``, ``where``; the task's :class:`~rfcircuits.crosscheck.peers.adapters.base.RowOrigin`)
 with the raw values the peer was given.
 """
 
@@ -64,11 +64,11 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import (Forest, Instance, classes_from_votes, instance_to_json,
                                mask_states)
 from rfcircuits.terms import Term, term_json, term_text
-from rfcircuits.crosscheck.adapters.base import Answer, Promise, RowOrigin, Task
-from rfcircuits.crosscheck.minimality import condition_minimal
-from rfcircuits.crosscheck.peer_model import ModelView, ModelWitness, PeerModel
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.unreachable import INSTANCE_FIELDS, Float64View, Witness
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise, RowOrigin, Task
+from rfcircuits.crosscheck.peers.minimality import condition_minimal
+from rfcircuits.crosscheck.peers.modelling import ModelView, ModelWitness, PeerModel
+from rfcircuits.crosscheck.oracles.sat import SatOracle
+from rfcircuits.crosscheck.peers.unreachable import INSTANCE_FIELDS, Float64View, Witness
 from rfcircuits.crosscheck.verify import (HEADER_FIELDS, TERM_FIELDS, ItemResult, Verifier,
                                           WHAT_OF, _scalar_json, counted, parse_claim)
 
@@ -77,7 +77,7 @@ VALIDITY = {"sufficient_reasons": "sufficient", "general_sufficient_reasons": "v
             "necessary_reasons": "necessary", "general_necessary_reasons": "valid",
             "contrastive": "reaches", "shortest_flips": "valid"}
 #: Per field and declared minimality, the verdicts it promises (``conditions`` is this
-#: module's own verdict on terms, :func:`~rfcircuits.crosscheck.minimality.condition_minimal`;
+#: module's own verdict on terms, :func:`~rfcircuits.crosscheck.peers.minimality.condition_minimal`;
 #: on clauses it is read as
 #: ``features``).
 MINIMAL_VERDICTS = {
@@ -165,9 +165,9 @@ def confirm(forest: Forest, ties: str, x: Instance, kind: str, term: Term,
 class Finding:
     """One item of a peer's answer whose verdicts we report: a broken promise, a missing
     item, a dispute, or one of these that rests only on states no float32 input reaches
-    (``unreachable``, with the ``witness`` world of :mod:`rfcircuits.crosscheck.unreachable`)
+    (``unreachable``, with the ``witness`` world of :mod:`rfcircuits.crosscheck.peers.unreachable`)
     or on the peer's model of the forest (``definition``, with the ``model_witness`` world of
-    :mod:`rfcircuits.crosscheck.peer_model`).
+    :mod:`rfcircuits.crosscheck.peers.modelling`).
     ``row`` is the row's position among the rows explained (from 1), ``data_row`` its index
     among the data's rows (from 0; None for a world that is no data row), ``where`` how to
     find it and ``values`` the raw values the peer was given. ``evidence`` is a world (the item
@@ -462,9 +462,9 @@ class PromiseGrader:
     ``task`` the answers are for, findings name the rows as the task's ``origins`` do, with
     the raw values the peer was given, and findings on a forest imported from ``task.model``
     are graded again where they may rest on states no float32 input reaches
-    (:class:`~rfcircuits.crosscheck.unreachable.Float64View`); with the ``peer_model`` the
+    (:class:`~rfcircuits.crosscheck.peers.unreachable.Float64View`); with the ``peer_model`` the
     adapter declares, findings are graded again on that model
-    (:class:`~rfcircuits.crosscheck.peer_model.ModelView`)."""
+    (:class:`~rfcircuits.crosscheck.peers.modelling.ModelView`)."""
 
     def __init__(self, forest: Forest, peer: str, version: str, ties: str,
                  promises: Mapping[str, Promise], max_nodes: int | None = None,
@@ -796,7 +796,7 @@ class PromiseGrader:
 
 def row_origin(task: Task | None, index: int) -> dict[str, Any]:
     """How reports name row ``index`` (from 0) of ``task``: ``data_row``, ``where`` (its
-    :class:`~rfcircuits.crosscheck.adapters.base.RowOrigin`) and the raw ``values`` the peer
+    :class:`~rfcircuits.crosscheck.peers.adapters.base.RowOrigin`) and the raw ``values`` the peer
     was given, by feature (None each without a task, or one without origins)."""
     if task is None or task.rows is None or not 0 <= index < len(task.rows):
         return {"data_row": None, "where": "", "values": None}

@@ -6,7 +6,7 @@ formulas ``R^i``; §4–§10: reasons; §11: edge cases). The oracle shares no a
 native engine: no sorting network of its own, no decision graph, no closed form; only the data
 model of ``core`` is used, and class membership itself is read from SAT models (the checks of
 general reasons also count the trees' votes at given worlds:
-:mod:`rfcircuits.crosscheck.slices`).
+:mod:`rfcircuits.crosscheck.oracles.slices`).
 
 **Encoding** (built once per forest and tie policy, then queried incrementally; hard votes
 unless said):
@@ -37,7 +37,7 @@ unless said):
   value and all are divided by the gcd of the shifted values, each tree's bits are
   disjunctions of its leaves' reachability variables (exactly one leaf is reached), a column
   compression of full adders sums them, and a comparator chain with a constant gives a
-  literal ``g ⇔ [Σ_t d_t >= θ]`` (:mod:`rfcircuits.crosscheck.adders`; every gate Tseitin in
+  literal ``g ⇔ [Σ_t d_t >= θ]`` (:mod:`rfcircuits.crosscheck.oracles.adders`; every gate Tseitin in
   both directions, so ``g`` can be asserted or denied). With ``δ = int_init[a] - int_init[b]``,
   ``g_{a,b} = [Σ >= -δ]`` is ``[S_a >= S_b]``, and ``g_{b,a} = ¬[Σ >= 1 - δ]`` is ``[S_b >= S_a]``:
   one sum per pair serves both directions, and strict comparisons are negations as above.
@@ -81,7 +81,7 @@ proves them exactly right, or finds what is wrong, without enumerating: every SR
 UNSAT call each), every NR frees with all its features changed (one SAT call each), neither
 family has a member inside another (bitsets), and every set meeting all SRs contains an NR
 (one propositional call over one variable per feature); on large forests it is several times
-faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.harness`) checks the
+faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.differential.harness`) checks the
 native SRs and NRs this way, and on forests of at most ``SAT_ENUMERATION_WORLDS`` worlds also
 against the enumeration. :meth:`SatOracle.missing_contrastive` certifies a target's CEs alike
 (every minimal set meeting them blocks ``R^t``).
@@ -93,7 +93,7 @@ takes about one call per item. GSRs are checked as families (an instance of a la
 can have tens of thousands): primality asks for escaping worlds only where the boxes of
 worlds outside Δ found so far do not answer, and a batch of GSRs meets all those boxes in a
 few matrix products; GNR and shortest-flip checks read a table of the instance's slice
-(:mod:`rfcircuits.crosscheck.slices`), with the counter-example search kept for slices too
+(:mod:`rfcircuits.crosscheck.oracles.slices`), with the counter-example search kept for slices too
 large to table.
 
 Each enumeration runs on a fresh solver holding the feature and tree clauses and the goal's
@@ -126,8 +126,8 @@ from rfcircuits.forest import TIES, Branching, Forest, Instance, Leaf, mask_bloc
 from rfcircuits.forest import mask_states as bits
 from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Clause, Literal, Term
-from rfcircuits.crosscheck.adders import Circuit, OneHotSum
-from rfcircuits.crosscheck.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
+from rfcircuits.crosscheck.oracles.adders import Circuit, OneHotSum
+from rfcircuits.crosscheck.oracles.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
 
 #: GSRs whose primality one round of matrix products decides (:meth:`SatOracle._unwidenable`).
 _BATCH = 256
@@ -201,7 +201,7 @@ class SatOracle:
         self.ties = check_choice("ties", ties, SAT_TIES)
         self.encoding = encoding
         self.solver_name = solver
-        #: Largest slice GNR checks table (:mod:`rfcircuits.crosscheck.slices`); beyond it they
+        #: Largest slice GNR checks table (:mod:`rfcircuits.crosscheck.oracles.slices`); beyond it they
         #: search for counterexamples.
         self.max_slice_cells = MAX_CELLS
         self.n_features = len(forest.features)
@@ -356,7 +356,7 @@ class SatOracle:
     def _soft_comparison(self, i: int, j: int) -> int:
         """The literal ``[S_i >= S_j]`` of soft votes. For ``a < b`` the pair's sum
         ``Σ_t (w_a - w_b)`` over the leaves reached is built once in binary
-        (:class:`~rfcircuits.crosscheck.adders.OneHotSum`; its clauses join the encoding at
+        (:class:`~rfcircuits.crosscheck.oracles.adders.OneHotSum`; its clauses join the encoding at
         the end of :meth:`_encode`); with ``δ = init_a - init_b``, ``[S_a >= S_b]`` is
         ``[Σ >= -δ]`` and ``[S_b >= S_a]`` is ``¬[Σ >= 1 - δ]``."""
         a, b = min(i, j), max(i, j)
@@ -814,7 +814,7 @@ class SatOracle:
     def _escape_line(self, x: Instance, w: Instance, f: int) -> None:
         """Keeps, among x's escapes, the box of the worlds equal to the escape ``w`` but on
         feature ``f``, with the states there that leave Δ (one line of votes, counted per atom
-        by :class:`~rfcircuits.crosscheck.slices.Slice`)."""
+        by :class:`~rfcircuits.crosscheck.oracles.slices.Slice`)."""
         line = Slice(self.forest, w, (f,), self.decision(x), self.ties)
         out = 0
         for atom, inside in zip(line.atoms[0], line.delta):
@@ -923,7 +923,7 @@ class SatOracle:
         hold.
 
         The verdicts depend only on the worlds agreeing with x outside the clause's features,
-        which :class:`~rfcircuits.crosscheck.slices.Slice` tables by counting votes (once per
+        which :class:`~rfcircuits.crosscheck.oracles.slices.Slice` tables by counting votes (once per
         instance and feature set); a slice too large for that is searched by a counter-example
         loop over falsifying assignments (:meth:`_gr_implicate`), exponential in the worst
         case. Verdicts are kept per instance (a shortest flip is a GNR checked again).

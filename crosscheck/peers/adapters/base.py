@@ -8,7 +8,7 @@ from, with the rows to explain — and yields one :class:`Answer` per row: an ex
 with ``states``, ``interval`` or ``range``) or the peer's failure (``error``, ``timeout``).
 
 It also *declares what the peer promises* for each field it answers (:class:`Promise`): the
-grader (:mod:`rfcircuits.crosscheck.promises`) holds the peer to those promises only, and
+grader (:mod:`rfcircuits.crosscheck.peers.promises`) holds the peer to those promises only, and
 reports every other property our definitions have as a difference of definition, never as
 wrong:
 
@@ -32,7 +32,7 @@ RFxpl's default mode), or ``soft``, the decision ``predict`` makes (the sum of t
 class probabilities, or a boosted model's scores): the task's forest is imported with these
 votes (:func:`adapter_votes`). ``peer_model(task)``: the peer's own model of that forest when
 it is not the exact one (RFxpl's weighted-vote mode rounds leaf probabilities to three
-decimals), a :class:`~rfcircuits.crosscheck.peer_model.PeerModel` or None; findings that hold
+decimals), a :class:`~rfcircuits.crosscheck.peers.modelling.PeerModel` or None; findings that hold
 there are differences of definition shown by a world (:func:`adapter_model`). ``library``
 (:data:`LIBRARIES`; ``sklearn`` when absent): the models the peer explains — scikit-learn
 forests, or XGBoost classifiers (PyXAI's boosted-tree explainers), which ``--dataset`` and
@@ -186,27 +186,27 @@ class PeerUnavailable(InputError):
 #: Built-in adapters: name → ``module:Class`` and the options it is built with (imported only
 #: when asked for). PyXAI's reason kinds promise different things, so each is one adapter.
 ADAPTERS: dict[str, tuple[str, dict[str, Any]]] = {
-    "pyxai": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+    "pyxai": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiAdapter",
               {"kind": "sufficient_reason"}),
-    "pyxai-minimal": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+    "pyxai-minimal": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiAdapter",
                       {"kind": "minimal_sufficient_reason"}),
-    "pyxai-majoritary": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+    "pyxai-majoritary": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiAdapter",
                          {"kind": "majoritary_reason"}),
-    "pyxai-minimal-majoritary": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+    "pyxai-minimal-majoritary": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiAdapter",
                                  {"kind": "minimal_majoritary_reason"}),
-    "pyxai-contrastive": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiAdapter",
+    "pyxai-contrastive": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiAdapter",
                           {"kind": "minimal_contrastive_reason"}),
-    "pyxai-bt": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+    "pyxai-bt": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiBoostedAdapter",
                  {"kind": "tree_specific_reason"}),
-    "pyxai-bt-direct": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+    "pyxai-bt-direct": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiBoostedAdapter",
                         {"kind": "direct_reason"}),
-    "pyxai-bt-contrastive": ("rfcircuits.crosscheck.adapters.pyxai:PyxaiBoostedAdapter",
+    "pyxai-bt-contrastive": ("rfcircuits.crosscheck.peers.adapters.pyxai:PyxaiBoostedAdapter",
                              {"kind": "minimal_contrastive_reason"}),
-    "anchors": ("rfcircuits.crosscheck.adapters.anchors:AnchorsAdapter", {}),
-    "rfxpl": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {}),
-    "rfxpl-maxsat": ("rfcircuits.crosscheck.adapters.rfxpl:RfxplAdapter", {"mode": "maxsat"}),
-    "solbert": ("rfcircuits.crosscheck.adapters.solbert:SolbertAdapter", {}),
-    "command": ("rfcircuits.crosscheck.adapters.command:CommandAdapter", {}),
+    "anchors": ("rfcircuits.crosscheck.peers.adapters.anchors:AnchorsAdapter", {}),
+    "rfxpl": ("rfcircuits.crosscheck.peers.adapters.rfxpl:RfxplAdapter", {}),
+    "rfxpl-maxsat": ("rfcircuits.crosscheck.peers.adapters.rfxpl:RfxplAdapter", {"mode": "maxsat"}),
+    "solbert": ("rfcircuits.crosscheck.peers.adapters.solbert:SolbertAdapter", {}),
+    "command": ("rfcircuits.crosscheck.peers.adapters.command:CommandAdapter", {}),
 }
 
 
@@ -218,7 +218,7 @@ def check_adapter(adapter: Any) -> Any:
         lacks = [a for a in ("name", "ties", "promises", "version", "explain")
                  if not hasattr(adapter, a)]
         raise TypeError(f"adapter {name!r} lacks {', '.join(lacks)} (see "
-                        "rfcircuits.crosscheck.adapters.base.Adapter)")
+                        "rfcircuits.crosscheck.peers.adapters.base.Adapter)")
     if adapter.ties not in PEER_TIES:
         raise TypeError(f"adapter {name!r}: ties must be one of {', '.join(PEER_TIES)}, "
                         f"not {adapter.ties!r}")
@@ -266,7 +266,7 @@ def adapter_library(adapter: Any) -> str:
 
 def adapter_model(adapter: Any, task: Task) -> Any:
     """The peer's own model of the task's forest (a
-    :class:`~rfcircuits.crosscheck.peer_model.PeerModel`), when the adapter declares one."""
+    :class:`~rfcircuits.crosscheck.peers.modelling.PeerModel`), when the adapter declares one."""
     model_of = getattr(adapter, "peer_model", None)
     return None if model_of is None else model_of(task)
 

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from rfcircuits import __version__
-from rfcircuits.crosscheck.adapters.base import PeerUnavailable
+from rfcircuits.crosscheck.peers.adapters.base import PeerUnavailable
 
 #: Prefix of a worker's protocol lines.
 MARK = "@@rfcircuits "

@@ -1,6 +1,6 @@
 """``rfcircuits fuzz --adapter NAME``: another explainer (a *peer*, plugged in as an adapter,
-:mod:`rfcircuits.crosscheck.adapters.base`) on random small scikit-learn forests, graded
-against its own promises (:mod:`rfcircuits.crosscheck.promises`); failing cases are shrunk
+:mod:`rfcircuits.crosscheck.peers.adapters.base`) on random small scikit-learn forests, graded
+against its own promises (:mod:`rfcircuits.crosscheck.peers.promises`); failing cases are shrunk
 and saved.
 
 **Cases.** Case ``k`` of seed ``s`` is a pure function of ``(s, k)``, drawn from
@@ -10,20 +10,20 @@ tie often; 2–4 classes; 20–80 rows labelled by a random linear rule with 10%
 scikit-learn ``RandomForestClassifier`` (1–7 trees, depth 1–4, its seed drawn too) trained on
 all of it and imported into our :class:`~rfcircuits.forest.Forest`, and the instances a peer
 most likely gets wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
-(:func:`~rfcircuits.crosscheck.strategies.pick_by_margin`), a world with tied votes and a world
+(:func:`~rfcircuits.crosscheck.differential.strategies.pick_by_margin`), a world with tied votes and a world
 decided for each class when those rows have none
-(:func:`~rfcircuits.crosscheck.strategies.with_edge_worlds`), a world one vote from a tie and
+(:func:`~rfcircuits.crosscheck.differential.strategies.with_edge_worlds`), a world one vote from a tie and
 a world that is no data row. For a peer of XGBoost models (its adapter's ``library``) the model
 is an ``XGBClassifier`` of as many rounds and that depth, with at most as many classes as the
 adapter takes (``max_classes``). The forest is imported with the votes the peer explains
-(:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`): for ``predict``'s soft vote the
+(:func:`~rfcircuits.crosscheck.peers.adapters.base.adapter_votes`): for ``predict``'s soft vote the
 rows closest to a tie are those whose two best exact sums are closest, and the world one vote
 from a tie is the world of the pool with the smallest gap that is no tie. The peer is given raw values: a data row's own, or for a world a
 value inside each of its states (:func:`state_value`), each checked to fall back into its
 state as scikit-learn reads it (float32).
 
 **Cases on the user's forest** (``--model M --data D`` or ``--forest F --instances I``: a
-:class:`~rfcircuits.crosscheck.peers.PeerData`; :func:`make_user_case`): the model is the
+:class:`~rfcircuits.crosscheck.peers.grading.PeerData`; :func:`make_user_case`): the model is the
 user's and stays so; case ``k`` of seed ``s`` explains the data row ``k``-th closest to a vote
 tie, a data row drawn from ``random.Random(f"{s}/{k}/peer-user")``, and the world nearest a
 tie among :data:`NEIGHBOURS` that move one or two features of the first row to other states
@@ -52,7 +52,7 @@ own run (a peer that takes seconds to start, as PyXAI's worker does, gets fewer 
 Timeouts are not shrunk (each attempt would cost the whole time limit).
 
 **Repro files.** Each failing case is written at once, atomically, to
-``DIR/peer-<adapter>-<seed>-<k>.json`` (:func:`~rfcircuits.crosscheck.peer_repro.peer_repro`:
+``DIR/peer-<adapter>-<seed>-<k>.json`` (:func:`~rfcircuits.crosscheck.peers.repro.peer_repro`:
 ``rfcircuits.repro/1`` with the peer's answers, our verdicts and their counterexample worlds;
 ``seed``, ``case`` and ``shrunk_from`` as ``fuzz`` writes them; ``peer.case`` says what the
 shrunk case keeps and the raw rows the peer was given — on the user's forest also the user's
@@ -98,15 +98,15 @@ from rfcircuits.interrupts import SIGNALS
 from rfcircuits.progress import Progress
 from rfcircuits.boosted_import import forest_from_model
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
-from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, RowOrigin, Task, adapter_library,
                                                  adapter_model, adapter_votes, error_text,
                                                  protocol_error)
-from rfcircuits.crosscheck.parallel import _leave_signals, can_fork
-from rfcircuits.crosscheck.peer_repro import peer_repro
-from rfcircuits.crosscheck.peers import PeerData
-from rfcircuits.crosscheck.promises import FAILING as PROMISE_FAILING
-from rfcircuits.crosscheck.promises import PeerReport, grade_answers
-from rfcircuits.crosscheck.strategies import (all_worlds, margin, pick_by_margin, random_instance,
+from rfcircuits.crosscheck.campaigns.parallel import _leave_signals, can_fork
+from rfcircuits.crosscheck.peers.repro import peer_repro
+from rfcircuits.crosscheck.peers.grading import PeerData
+from rfcircuits.crosscheck.peers.promises import FAILING as PROMISE_FAILING
+from rfcircuits.crosscheck.peers.promises import PeerReport, grade_answers
+from rfcircuits.crosscheck.differential.strategies import (all_worlds, margin, pick_by_margin, random_instance,
                                               state_value, with_edge_worlds, world_values)
 from rfcircuits.crosscheck.verify import counted
 
@@ -294,7 +294,7 @@ def task_from_repro(doc: dict[str, Any], timeout: float = 60.0) -> Task:
 
 class UserSource:
     """The user's forest and rows for ``fuzz --adapter --model/--forest`` (``data``, a
-    :class:`~rfcircuits.crosscheck.peers.PeerData`), with what its cases draw on: the first
+    :class:`~rfcircuits.crosscheck.peers.grading.PeerData`), with what its cases draw on: the first
     data row of each instance, and those rows ordered by closeness to a vote tie."""
 
     def __init__(self, data: PeerData) -> None:
@@ -399,7 +399,7 @@ def source_json(data: PeerData) -> dict[str, Any]:
 def source_data(source: dict[str, Any]) -> PeerData:
     """The user's forest and rows again, from a repro file's ``peer.case.source``;
     InputError when a file is gone or has changed."""
-    from rfcircuits.crosscheck.peers import load_forest_data, load_model_data
+    from rfcircuits.crosscheck.peers.grading import load_forest_data, load_model_data
 
     for key in ("model", "data", "forest", "instances"):
         if key in source:
@@ -746,7 +746,7 @@ def _failure_text(failure: Failure, row: int, report: PeerReport) -> str:
 def exit_code(summary: PeerSummary) -> int:
     """1 for a broken promise, a missing item or a dispute; else 0. The peer's crashes and
     timeouts are findings of their own kind, counted and saved, as every report treats them
-    (:mod:`rfcircuits.crosscheck.promises`)."""
+    (:mod:`rfcircuits.crosscheck.peers.promises`)."""
     return int(any(summary.findings[k] for k in FAILING))
 
 

@@ -4,7 +4,7 @@ Forests with SAT", IJCAI 2021), graded against what it promises.
 **RFxpl is source only** (github.com/izzayacine/RFxpl, MIT; not on the package index): the
 adapter takes the path of the user's checkout, as ``RfxplAdapter(path=...)`` or the
 environment variable ``RFCIRCUITS_RFXPL``, and runs it in a worker subprocess (``python -m
-rfcircuits.crosscheck.adapters.rfxpl WORKDIR``, :class:`~rfcircuits.crosscheck.adapters.worker.
+rfcircuits.crosscheck.peers.adapters.rfxpl WORKDIR``, :class:`~rfcircuits.crosscheck.peers.adapters.worker.
 Worker`) with the checkout on its ``sys.path``: a row that overruns ``task.timeout`` is a
 ``timeout`` answer and a fresh worker takes the next row.
 
@@ -58,7 +58,7 @@ So the answers are graded against the exact sums under ties ``first`` (``ties = 
 and the grader is given RFxpl's model (:meth:`RfxplAdapter.peer_model`: the forest with each
 leaf's probabilities rounded as RFxpl rounds them, in thousandths, and the strict rule): a
 finding that holds there is a difference of definition shown by a world whose exact sums and
-rounded sums decide apart (:mod:`rfcircuits.crosscheck.peer_model`). Where the rounded sums
+rounded sums decide apart (:mod:`rfcircuits.crosscheck.peers.modelling`). Where the rounded sums
 at the instance itself do not make the target win strictly (a near tie the rounding flips,
 an exact tie), RFxpl's own oracle finds the whole instance no explanation: no AXp, every
 feature a CXp. The adapter answers nothing there (``none``, with both sums), which the grader
@@ -88,10 +88,10 @@ import numpy as np
 from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, Leaf, read_values
 from rfcircuits.sklearn_import import build_forest
-from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
                                                  error_text)
-from rfcircuits.crosscheck.adapters.worker import Worker, reply
-from rfcircuits.crosscheck.peer_model import PeerModel, winners
+from rfcircuits.crosscheck.peers.adapters.worker import Worker, reply
+from rfcircuits.crosscheck.peers.modelling import PeerModel, winners
 
 #: The environment variable naming the checkout when no ``path`` is given.
 ENV = "RFCIRCUITS_RFXPL"
@@ -101,7 +101,7 @@ API_FILE = os.path.join("xrf", "xforest.py")
 REQUIRES = {"anytree": "anytree", "namedlist": "namedlist", "pysat": "python-sat",
             "six": "six", "sklearn": "scikit-learn"}
 #: This module, run as the worker.
-WORKER_MODULE = "rfcircuits.crosscheck.adapters.rfxpl"
+WORKER_MODULE = "rfcircuits.crosscheck.peers.adapters.rfxpl"
 #: Seconds a worker may take to import RFxpl and load the model.
 STARTUP_SECONDS = 120.0
 #: How many explanations of a kind RFxpl is asked for: all of them.

@@ -39,9 +39,9 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, classes_from_votes, float32_floor
 from rfcircuits.sklearn_import import forest_from_sklearn
 from rfcircuits.terms import Term
-from rfcircuits.crosscheck.minimality import condition_minimal
-from rfcircuits.crosscheck.sat import SatOracle
-from rfcircuits.crosscheck.strategies import state_value
+from rfcircuits.crosscheck.peers.minimality import condition_minimal
+from rfcircuits.crosscheck.oracles.sat import SatOracle
+from rfcircuits.crosscheck.differential.strategies import state_value
 
 #: Fields whose literals hold the instance's own state (a peer's "fix this feature").
 INSTANCE_FIELDS = frozenset({"sufficient_reasons", "necessary_reasons", "contrastive"})

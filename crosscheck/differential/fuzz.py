@@ -1,16 +1,16 @@
 """``rfcircuits fuzz``: random small forests through the harness, failures shrunk and saved.
 
-Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.strategies`),
+Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.differential.strategies`),
 and checking it is a pure function of ``(s, k)``: the same seed replays the same cases, and
 ``--cases N`` the same summary and failure files, whatever the number of processes or the
-backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.parallel`). Each case is a
+backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.campaigns.parallel`). Each case is a
 forest and three instances, checked under both tie policies against every oracle that fits
-(:mod:`rfcircuits.crosscheck.harness`), followed — when the BDD oracle is chosen — by a *general-reason
+(:mod:`rfcircuits.crosscheck.differential.harness`), followed — when the BDD oracle is chosen — by a *general-reason
 case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
-(:data:`rfcircuits.crosscheck.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
+(:data:`rfcircuits.crosscheck.differential.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
 are compared with the BDD oracle's. The small forests rarely have more than one
 GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
-could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.shrink`)
+could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.differential.shrink`)
 where its case ran while the same check still fails, and written by the client as soon as
 the case is back, atomically, to ``DIR/case-<seed>-<k>[-general]-<ties>.json``
 (``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
@@ -33,10 +33,10 @@ from rfcircuits.atomicio import output_dir, write_json
 from rfcircuits.explanation import ALL_WHAT
 from rfcircuits.forest import TIES, Forest, Instance, instance_to_json
 from rfcircuits.progress import Progress
-from rfcircuits.crosscheck.harness import ORACLES, crosscheck
-from rfcircuits.crosscheck.parallel import open_backend, run_tasks
-from rfcircuits.crosscheck.shrink import shrink
-from rfcircuits.crosscheck.strategies import (COARSE_WEIGHTS, GENERAL, SOFT_WEIGHTS, Limits,
+from rfcircuits.crosscheck.differential.harness import ORACLES, crosscheck
+from rfcircuits.crosscheck.campaigns.parallel import open_backend, run_tasks
+from rfcircuits.crosscheck.differential.shrink import shrink
+from rfcircuits.crosscheck.differential.strategies import (COARSE_WEIGHTS, GENERAL, SOFT_WEIGHTS, Limits,
                                               random_forest, random_instance, soften)
 
 REPRO_FORMAT = "rfcircuits.repro/1"

@@ -1,4 +1,4 @@
-"""solbert as an adapter (:mod:`rfcircuits.crosscheck.adapters.base`): the prime implicants
+"""solbert as an adapter (:mod:`rfcircuits.crosscheck.peers.adapters.base`): the prime implicants
 solbert 1.0.2 (Iser, "Calculating Sufficient Reasons for Random Forest Classifiers"; MIT, on
 the package index) computes for a scikit-learn forest or tree, graded against what it
 promises.
@@ -38,7 +38,7 @@ wrong — broken promises, which the grading shows with their worlds.
 
 **Running it.** solbert needs polars (with its runtime, about 190 MB; polars 2 removed an API
 it uses: ``pip install solbert==1.0.2 'polars<2'``); it runs in a worker subprocess
-(``python -m rfcircuits.crosscheck.adapters.solbert WORKDIR``), in another environment when
+(``python -m rfcircuits.crosscheck.peers.adapters.solbert WORKDIR``), in another environment when
 :data:`PYTHON_ENV` (or the adapter's ``python`` option) names its Python — rfcircuits at this
 version must be installed there too, as for PyXAI. The forest encoder opens a pool of five
 processes it does not need for the sequential enumeration (``explain_incremental``): the
@@ -62,16 +62,16 @@ from typing import Any
 import numpy as np
 
 from rfcircuits.forest import Forest, Instance
-from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
                                                  error_text)
-from rfcircuits.crosscheck.adapters.worker import Worker, other_python, reply, required_version
-from rfcircuits.crosscheck.strategies import state_value
+from rfcircuits.crosscheck.peers.adapters.worker import Worker, other_python, reply, required_version
+from rfcircuits.crosscheck.differential.strategies import state_value
 
 #: The environment variable naming the Python of another environment, where solbert is
 #: installed, for the worker (the adapter's ``python`` option takes precedence).
 PYTHON_ENV = "RFCIRCUITS_SOLBERT_PYTHON"
 #: This module, run as the worker.
-WORKER_MODULE = "rfcircuits.crosscheck.adapters.solbert"
+WORKER_MODULE = "rfcircuits.crosscheck.peers.adapters.solbert"
 #: Seconds a worker may take to import solbert and polars.
 STARTUP_SECONDS = 300.0
 #: An implicant as the worker sends it: per feature index (as text, JSON keys), the cells it

@@ -2,11 +2,11 @@
 a :class:`distributed.LocalCluster` of ``N`` single-threaded worker processes that lives as
 long as the run). ``distributed`` is an optional dependency: ``pip install 'rfcircuits[dask]'``.
 
-Tasks are the same module-level functions as on :class:`~rfcircuits.crosscheck.parallel.
+Tasks are the same module-level functions as on :class:`~rfcircuits.crosscheck.campaigns.parallel.
 LocalBackend`, pickled by reference: every worker needs rfcircuits installed, at the client's
 version (checked when the client connects). The scheduler runs a task again when its worker
 dies (up to ``distributed.scheduler.allowed-failures`` times, 3 by default, then the run stops
-with :class:`~rfcircuits.crosscheck._backend_abc.WorkerLost`). Cancelling, as Ctrl-C does,
+with :class:`~rfcircuits.crosscheck.campaigns._backend_abc.WorkerLost`). Cancelling, as Ctrl-C does,
 cancels this client's tasks only: the cluster stays up for the next run.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rfcircuits.errors import InputError
-from rfcircuits.crosscheck._backend_abc import Backend, WorkerLost
+from rfcircuits.crosscheck.campaigns._backend_abc import Backend, WorkerLost
 
 #: Seconds to wait for the scheduler at ``--dask ADDRESS``.
 CONNECT_TIMEOUT = 10

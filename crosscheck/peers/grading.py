@@ -15,7 +15,7 @@ against what each promises; :func:`grade_peer` does the same from Python.
   model's predictions are);
 - ``--forest F --instances I``: the user's forest file and instances (JSON Lines or CSV,
   :func:`~rfcircuits.inputs.read_instance_values`); the peers are given a scikit-learn model
-  built from the forest (:func:`~rfcircuits.crosscheck.sklearn_model.sklearn_from_forest`,
+  built from the forest (:func:`~rfcircuits.crosscheck.peers.sklearn_model.sklearn_from_forest`,
   numeric features only), checked to read every instance in its own states, and the instances
   as training data, labelled by the forest's decision. A value given as a state name becomes
   a number inside that state.
@@ -26,12 +26,12 @@ instance of ``--instances``). Each row keeps its origin (its index among the dat
 and where it is: a file and line), which every finding of the report names with the row's
 raw values.
 
-Each adapter named with ``--adapter`` (:mod:`rfcircuits.crosscheck.adapters.base`: built-in
+Each adapter named with ``--adapter`` (:mod:`rfcircuits.crosscheck.peers.adapters.base`: built-in
 names or ``module:Class``, built with the ``--adapter-option`` pairs, :func:`adapter_options`)
-gets the same :class:`~rfcircuits.crosscheck.adapters.base.Task`, its forest imported with
+gets the same :class:`~rfcircuits.crosscheck.peers.adapters.base.Task`, its forest imported with
 the votes the peer explains (the hard majority, or ``predict``'s soft vote:
 :meth:`PeerData.for_votes`; ``--pick margin`` then looks for ties of those votes); its answers are graded as
-they arrive (:class:`rfcircuits.crosscheck.promises.PromiseGrader`), with progress on stderr.
+they arrive (:class:`rfcircuits.crosscheck.peers.promises.PromiseGrader`), with progress on stderr.
 ``--out DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it
 gave them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro
 file when the report has findings. Exit 1 when some promise is broken, something promised complete
@@ -60,12 +60,12 @@ from rfcircuits.forest import Forest, Instance, as_forest, parse_instance
 from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import instances_from_values, load_model
-from rfcircuits.crosscheck.adapters.base import (Answer, RowOrigin, Task, adapter_library,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, RowOrigin, Task, adapter_library,
                                                  adapter_model, adapter_votes, load_adapter,
                                                  protocol_error)
-from rfcircuits.crosscheck.promises import PeerReport, PromiseGrader
-from rfcircuits.crosscheck.sklearn_model import sklearn_from_forest
-from rfcircuits.crosscheck.strategies import pick_by_margin, state_value
+from rfcircuits.crosscheck.peers.promises import PeerReport, PromiseGrader
+from rfcircuits.crosscheck.peers.sklearn_model import sklearn_from_forest
+from rfcircuits.crosscheck.differential.strategies import pick_by_margin, state_value
 
 DATASETS = ("iris", "wine", "breast-cancer")
 #: How the rows to explain are chosen (:func:`pick_rows`).
@@ -94,7 +94,7 @@ def pick_rows(forest: Forest, X: np.ndarray, k: int | None, pick: str,
               seed: int) -> np.ndarray:
     """Indices of the ``k`` rows of ``X`` to explain (None: all), in data order. ``random``:
     ``k`` distinct rows drawn with ``seed``. ``margin``: the rows whose instances (``forest``'s
-    states of the row) are closest to a vote tie (:func:`~rfcircuits.crosscheck.strategies.
+    states of the row) are closest to a vote tie (:func:`~rfcircuits.crosscheck.differential.strategies.
     pick_by_margin`, exact ties first), one row per instance (the first in the data): rows
     in the same states would be graded alike, so they would only take the place of others."""
     k = len(X) if k is None else k
@@ -131,7 +131,7 @@ class PeerData:
     def for_votes(self, votes: str) -> PeerData:
         """The same data with the model imported with ``votes`` (``hard``: the trees'
         majority; ``soft``: ``predict``'s decision), the votes an adapter's peer explains
-        (:func:`~rfcircuits.crosscheck.adapters.base.adapter_votes`)."""
+        (:func:`~rfcircuits.crosscheck.peers.adapters.base.adapter_votes`)."""
         if self.forest.voting == votes:
             return self
         forest = forest_from_model(self.model, [f.name for f in self.forest.features],
@@ -393,7 +393,7 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
     (docs/peers.md), and return its report.
 
     ``adapter`` is a built-in adapter's name (``pyxai``, ``anchors``, ``rfxpl``, ...),
-    ``module:Class``, or an adapter object (:class:`~rfcircuits.crosscheck.adapters.base.
+    ``module:Class``, or an adapter object (:class:`~rfcircuits.crosscheck.peers.adapters.base.
     Adapter`); ``options`` are passed to a named adapter's constructor (``--adapter-option``).
     The forest and rows, by one of three routes:
 
@@ -411,12 +411,12 @@ def grade_peer(adapter: str | Any, *, model: Any = None, forest: Forest | str | 
     (``random`` with ``seed``, or ``margin``: closest to a vote tie); the peer may take
     ``timeout`` seconds per row.
 
-    Returns the :class:`~rfcircuits.crosscheck.promises.PeerReport`: ``ok`` (no broken
+    Returns the :class:`~rfcircuits.crosscheck.peers.promises.PeerReport`: ``ok`` (no broken
     promise, nothing promised missing, no dispute: the command's exit 0), ``findings`` (each
     with its row's ``data_row``, ``where`` and raw ``values``), ``to_json()`` (what
     ``verify-peer --out`` keeps as ``NAME.report.json``) and ``text()`` (what it prints).
     Raises :class:`~rfcircuits.errors.InputError` for bad input, and
-    :class:`~rfcircuits.crosscheck.adapters.base.PeerUnavailable` when the peer is not
+    :class:`~rfcircuits.crosscheck.peers.adapters.base.PeerUnavailable` when the peer is not
     installed."""
     peer = load_adapter(adapter, **(options or {})) if isinstance(adapter, str) else adapter
     peer.version()  # an unavailable peer stops the call before any training
@@ -456,7 +456,7 @@ def write_outputs(out: str, name: str, report: PeerReport, task: Task,
                                      "seconds": round(a.seconds, 4), "error": a.error},
                                     ensure_ascii=False) + "\n")
     if report.findings:
-        from rfcircuits.crosscheck.peer_repro import peer_repro
+        from rfcircuits.crosscheck.peers.repro import peer_repro
 
         write_json(f"{stem}.repro.json",
                    peer_repro(report, task.forest, task.instances, answers, task))

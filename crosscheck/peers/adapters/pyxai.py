@@ -1,10 +1,10 @@
-"""PyXAI as an adapter (:mod:`rfcircuits.crosscheck.adapters.base`): its reasons on a
+"""PyXAI as an adapter (:mod:`rfcircuits.crosscheck.peers.adapters.base`): its reasons on a
 scikit-learn forest, graded against what each reason kind promises
-(:mod:`rfcircuits.crosscheck.promises`) by ``verify-peer``, ``verify-pyxai`` and ``fuzz
+(:mod:`rfcircuits.crosscheck.peers.promises`) by ``verify-peer``, ``verify-pyxai`` and ``fuzz
 --adapter``.
 
 **PyXAI is optional.** Nothing here imports it: it runs in a worker subprocess
-(``python -m rfcircuits.crosscheck.adapters.pyxai WORKDIR``), because ``import pyxai`` parses
+(``python -m rfcircuits.crosscheck.peers.adapters.pyxai WORKDIR``), because ``import pyxai`` parses
 ``sys.argv`` and pulls in shap and matplotlib, ``minimal_sufficient_reason`` ignores its time
 limit inside C code (the worker's process group is killed when a call overruns the task's
 timeout and a fresh worker takes the next call; a kind that overruns :data:`MAX_TIMEOUTS`
@@ -76,18 +76,18 @@ import numpy as np
 from rfcircuits.errors import InputError
 from rfcircuits.boosted_import import library_of, xgboost_document
 from rfcircuits.forest import Forest, Instance, Leaf, Tree, instance_to_json, mask_states
-from rfcircuits.crosscheck.adapters.base import (Answer, PeerUnavailable, Promise, Task,
+from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
                                                  error_text)
-from rfcircuits.crosscheck.peer_model import PeerModel
+from rfcircuits.crosscheck.peers.modelling import PeerModel
 from rfcircuits.crosscheck.verify import interval_mask
-from rfcircuits.crosscheck.adapters.worker import (Worker, installed_version, other_python,
+from rfcircuits.crosscheck.peers.adapters.worker import (Worker, installed_version, other_python,
                                                    reply, required_version)
 
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
-#: This module, run as the worker (``python -m``, :class:`~rfcircuits.crosscheck.adapters.
+#: This module, run as the worker (``python -m``, :class:`~rfcircuits.crosscheck.peers.adapters.
 #: worker.Worker`).
-WORKER_MODULE = "rfcircuits.crosscheck.adapters.pyxai"
+WORKER_MODULE = "rfcircuits.crosscheck.peers.adapters.pyxai"
 #: A kind whose calls ran past ``--timeout`` this many times is skipped for the rest.
 MAX_TIMEOUTS = 2
 #: The environment variable naming the Python of another environment, where PyXAI is
@@ -311,7 +311,7 @@ BOOSTED = {
 
 class PyxaiAdapter:
     """One PyXAI reason kind (:data:`PROMISES`) as an adapter
-    (:mod:`rfcircuits.crosscheck.adapters.base`): ``pyxai``, ``pyxai-minimal``,
+    (:mod:`rfcircuits.crosscheck.peers.adapters.base`): ``pyxai``, ``pyxai-minimal``,
     ``pyxai-majoritary``, ``pyxai-minimal-majoritary``, ``pyxai-contrastive``. ``theory``:
     whether PyXAI uses its domain theory for numeric features (module docstring); ``python``:
     the Python of another environment where PyXAI is installed (default

@@ -1,5 +1,5 @@
 """``rfcircuits explain --jobs J | --dask ADDRESS``: an explainer's rows shared among the
-campaign backends' workers (:mod:`rfcircuits.crosscheck.parallel`), for users with many rows
+campaign backends' workers (:mod:`rfcircuits.crosscheck.campaigns.parallel`), for users with many rows
 to explain on a large forest.
 
 Local workers are forked after the parent has chosen its engine and compiled it, so they
@@ -19,7 +19,7 @@ from typing import Any
 
 from rfcircuits.explain import Explainer, load_explainer
 from rfcircuits.forest import Instance
-from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
+from rfcircuits.crosscheck.campaigns.parallel import can_fork, open_backend, run_tasks
 
 #: What forked workers explain with: the parent's explainer, the rows, the fields and the
 #: format.

@@ -8,11 +8,11 @@ path in the installed package).
 
 Each sampled mutant is written into a temporary copy of the packages (the working tree is
 never touched) and judged in a subprocess with that copy first on ``sys.path``: the worked
-examples (:mod:`rfcircuits.crosscheck.spec_examples`) must give their listed answers, then a
+examples (:mod:`rfcircuits.crosscheck.differential.spec_examples`) must give their listed answers, then a
 time-boxed ``rfcircuits fuzz`` with a fixed seed must find no disagreement. The mutant is
 *killed* by a wrong example answer, a disagreement, a crash or a timeout, and *survives*
 otherwise. Survivors that cannot change any answer are listed, with a one-line argument, in
-``crosscheck/EQUIVALENT_MUTANTS.md`` and counted as equivalent. The pure-Python
+``crosscheck/differential/EQUIVALENT_MUTANTS.md`` and counted as equivalent. The pure-Python
 decision-graph store is used in the subprocess so that mutants of Python modules are the code
 that runs.
 """
@@ -40,12 +40,12 @@ from pathlib import Path
 
 import rfcircuits
 from rfcircuits.errors import InputError
-from rfcircuits.crosscheck.parallel import open_backend, run_tasks
+from rfcircuits.crosscheck.campaigns.parallel import open_backend, run_tasks
 
 #: Where the packages' sources are, by the path prefix that names their modules (the
 #: library's folder and the oracles' folder differ in the repository; an editable install
 #: maps them, a wheel nests the second in the first).
-PACKAGE_DIRS = {"rfcircuits/crosscheck/": Path(__file__).resolve().parent,
+PACKAGE_DIRS = {"rfcircuits/crosscheck/": Path(__file__).resolve().parents[1],
                 "rfcircuits/": Path(rfcircuits.__file__).resolve().parent}
 DEFAULT_MODULES = tuple(f"rfcircuits/{name}.py" for name in (
     "sortnet", "classformula", "apply", "dgcompile", "reasons", "primes", "general",
@@ -203,8 +203,8 @@ def equivalent_mutants() -> dict[str, str]:
 
 _JUDGE = """
 import json, sys
-from rfcircuits.crosscheck.spec_examples import *
-from rfcircuits.crosscheck.brute import BruteForce
+from rfcircuits.crosscheck.differential.spec_examples import *
+from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.explain import Explainer
 from rfcircuits.classformula import compile_nnf
 from rfcircuits.dgcompile import compile_dg

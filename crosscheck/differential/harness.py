@@ -49,9 +49,9 @@ from rfcircuits.interrupts import reraise_signal
 from rfcircuits.progress import Progress
 from rfcircuits.robustness import flips
 from rfcircuits.terms import term_json, variables
-from rfcircuits.crosscheck.brute import GENERAL as BRUTE_GENERAL, WorldSet
-from rfcircuits.crosscheck.parallel import can_fork, open_backend, run_tasks
-from rfcircuits.crosscheck.strategies import margin
+from rfcircuits.crosscheck.oracles.brute import GENERAL as BRUTE_GENERAL, WorldSet
+from rfcircuits.crosscheck.campaigns.parallel import can_fork, open_backend, run_tasks
+from rfcircuits.crosscheck.differential.strategies import margin
 
 ORACLES = ("brute", "bdd", "sat")
 #: The decision graphs' methods users get (SRs, robustness, NRs), checked on large forests.
@@ -297,17 +297,17 @@ class Crosscheck:
     def _build(self, name: str) -> Any:
         forest = self.forest
         if name == "brute":
-            from rfcircuits.crosscheck.brute import MAX_WORLDS, BruteForce
+            from rfcircuits.crosscheck.oracles.brute import MAX_WORLDS, BruteForce
 
             if forest.n_worlds() > MAX_WORLDS:
                 return f"{forest.n_worlds()} worlds exceed the brute force's {MAX_WORLDS}"
             return BruteForce(forest, self.ties)
         if name == "bdd":
-            from rfcircuits.crosscheck.bdd import BddOracle
+            from rfcircuits.crosscheck.oracles.bdd import BddOracle
 
             reason = BddOracle.too_big(forest)
             return reason if reason else BddOracle(forest, self.ties)
-        from rfcircuits.crosscheck.sat import SatOracle
+        from rfcircuits.crosscheck.oracles.sat import SatOracle
 
         return SatOracle(forest, self.ties)
 

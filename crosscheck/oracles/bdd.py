@@ -55,7 +55,7 @@ are not filtered from all primes (GR can have thousands): their feature sets are
 sets V such that some term on V implies φ, found by a second feature-by-feature recursion,
 and for each such V they are the primes of ``∀_{X∉V} φ``. The routines are general: they do
 not use the lemma that every literal of a prime of GR contains the instance's state
-(``rfcircuits.crosscheck.brute`` does), so agreement with the brute force also checks that lemma.
+(``rfcircuits.crosscheck.oracles.brute`` does), so agreement with the brute force also checks that lemma.
 From these: SRs/NRs = prime implicants/implicates of CR, GSRs/GNRs = the variable-minimal
 prime implicants/implicates of GR, CEs for target t = prime implicates of the CR of ``¬R^t``
 at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs.

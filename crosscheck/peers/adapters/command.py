@@ -11,7 +11,7 @@ input; ``{{`` and ``}}`` stand for braces), and reads ``{out}``: JSON Lines of
 explanation records as ``rfcircuits verify`` reads them (docs/formats.md#verify-input), matched
 to the rows as ``verify`` matches them (every line names its ``instance``, or the k-th line
 answers the k-th row). Each record is passed on whole as :attr:`Answer.record` and graded
-later by :mod:`rfcircuits.crosscheck.promises`.
+later by :mod:`rfcircuits.crosscheck.peers.promises`.
 
 The command runs in its own process group for at most ``task.timeout`` seconds per row (all
 rows in one run); an overrun kills the group. Answers: ``ok`` for every row a line answers,
@@ -22,7 +22,7 @@ a failure are still passed on.
 
 What the tool promises is declared per field as ``FIELD=GUARANTEE,MINIMAL,ANSWERS`` parts
 joined by ``;`` (:func:`parse_promises`; fields as ``verify`` or ``explain --what`` name them,
-values as :class:`~rfcircuits.crosscheck.adapters.base.Promise` takes them).
+values as :class:`~rfcircuits.crosscheck.peers.adapters.base.Promise` takes them).
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from rfcircuits.atomicio import atomic_open
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import WHAT_FIELDS
 from rfcircuits.forest import Forest, Instance, instance_to_json, save_forest
-from rfcircuits.crosscheck.adapters.base import (ANSWERS, GUARANTEES, MINIMALITIES, PEER_FIELDS,
+from rfcircuits.crosscheck.peers.adapters.base import (ANSWERS, GUARANTEES, MINIMALITIES, PEER_FIELDS,
                                                  PEER_TIES, Answer, PeerUnavailable, Promise,
                                                  Task)
-from rfcircuits.crosscheck.adapters.worker import last_line, run_command
+from rfcircuits.crosscheck.peers.adapters.worker import last_line, run_command
 from rfcircuits.crosscheck.verify import parse_claims, read_lines
 
 #: The placeholders of a ``run`` template (``out`` is required).
@@ -179,7 +179,7 @@ def match_output(forest: Forest, instances: Sequence[Instance],
 
 class CommandAdapter:
     """An explainer run as a command (module docstring); ``promises`` as :func:`parse_promises`
-    reads them, ``ties`` as :data:`~rfcircuits.crosscheck.adapters.base.PEER_TIES` names them."""
+    reads them, ``ties`` as :data:`~rfcircuits.crosscheck.peers.adapters.base.PEER_TIES` names them."""
 
     def __init__(self, run: str, promises: Mapping[str, Promise | str] | str,
                  ties: str = "first", name: str = "command") -> None:

@@ -1,7 +1,7 @@
 """Minimality over threshold conditions: the subset-minimality PyXAI and most SAT explainers
-promise, which the grading of peers (:mod:`rfcircuits.crosscheck.promises`) and its two
-views of a peer's model (:mod:`rfcircuits.crosscheck.peer_model`,
-:mod:`rfcircuits.crosscheck.unreachable`) all ask of a term.
+promise, which the grading of peers (:mod:`rfcircuits.crosscheck.peers.promises`) and its two
+views of a peer's model (:mod:`rfcircuits.crosscheck.peers.modelling`,
+:mod:`rfcircuits.crosscheck.peers.unreachable`) all ask of a term.
 
 Cost: one SAT call per threshold condition of the term (at most two per literal).
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.terms import Term
-from rfcircuits.crosscheck.sat import SatOracle
+from rfcircuits.crosscheck.oracles.sat import SatOracle
 
 
 def one_sided_widenings(forest: Forest, term: Term) -> Iterable[tuple[Term, str]]:

@@ -3,8 +3,8 @@
 :class:`LocalBackend` (``--jobs J``) runs tasks on ``J`` worker processes forked from this
 one, so they share what it built before (compiled circuits, solvers); ``J = 1`` runs them in
 this process. :func:`run_tasks` keeps a backend busy — this one or a Dask cluster's
-(:mod:`rfcircuits.crosscheck.dask_backend`) — and yields results as they finish; the
-interface both implement is :mod:`rfcircuits.crosscheck._backend_abc`.
+(:mod:`rfcircuits.crosscheck.campaigns.dask_backend`) — and yields results as they finish; the
+interface both implement is :mod:`rfcircuits.crosscheck.campaigns._backend_abc`.
 
 Ctrl-C (and SIGTERM, SIGHUP: :mod:`rfcircuits.interrupts`) is the parent's to handle: workers
 ignore SIGINT and die of SIGTERM and SIGHUP as plain processes do, and the parent kills them
@@ -12,7 +12,7 @@ when it closes the backend. Workers run in a process group of their own, so that
 the command's group (a closed terminal, ``kill -TERM -PGID``) reaches the parent alone. On
 Linux, workers die with the parent, also when it is killed (SIGKILL), instead of waiting for
 tasks forever. A worker that dies in the middle of a task (killed, out of memory) is replaced
-and its task runs again, up to :data:`~rfcircuits.crosscheck._backend_abc.MAX_TRIES` times. A
+and its task runs again, up to :data:`~rfcircuits.crosscheck.campaigns._backend_abc.MAX_TRIES` times. A
 worker that sees KeyboardInterrupt anyway (a solver library's own SIGINT handler, as PySAT
 installs during a call) passes it on as a result, and the parent raises it, instead of the
 worker dying and the parent waiting for its result forever."""
@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from rfcircuits.interrupts import SIGNALS
-from rfcircuits.crosscheck._backend_abc import MAX_TRIES, Backend, WorkerLost
+from rfcircuits.crosscheck.campaigns._backend_abc import MAX_TRIES, Backend, WorkerLost
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -241,7 +241,7 @@ def open_backend(jobs: int = 1, dask: str | None = None) -> Backend:
     """The backend of ``--jobs`` or, when given, ``--dask`` (an address, or ``local:N``)."""
     if dask is None:
         return LocalBackend(jobs)
-    from rfcircuits.crosscheck.dask_backend import DaskBackend
+    from rfcircuits.crosscheck.campaigns.dask_backend import DaskBackend
 
     return DaskBackend(dask)
 
