@@ -1,5 +1,6 @@
-"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl, solbert), Dask, or a
-boosting library (XGBoost, LightGBM).
+"""Optional parts the tests need: a peer (PyXAI, anchor-exp, RFxpl, solbert), Dask, a
+boosting library (XGBoost, LightGBM), matplotlib (figures) or a Chromium (pages and figures
+opened in a real browser).
 
 A test marked ``@pytest.mark.needs("pyxai")`` (or a parameter with that mark) is skipped,
 saying why, when the part is missing, unless the run requires the part: the comma list in
@@ -17,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 #: The environment variable listing the parts this run requires (``pyxai,anchors,dask``;
-#: ``xgboost``, ``lightgbm``).
+#: ``xgboost``, ``lightgbm``, ``matplotlib``, ``chromium``).
 REQUIRE_ENV = "RFCIRCUITS_TESTS_REQUIRE"
 
 
@@ -64,16 +65,24 @@ def _dask() -> str | None:
         "Dask distributed is not installed (pip install '.[dask]')"
 
 
-def _module(name: str) -> Callable[[], str | None]:
-    """Why the boosting library ``name`` is missing (the ``boost`` extra), or None."""
+def _module(name: str, extra: str) -> Callable[[], str | None]:
+    """Why the library ``name`` of the extra ``extra`` is missing, or None."""
     return lambda: None if importlib.util.find_spec(name) else \
-        f"{name} is not installed (pip install '.[boost]')"
+        f"{name} is not installed (pip install '.[{extra}]')"
+
+
+def _chromium() -> str | None:
+    from tests import browser
+
+    return None if browser.find() else \
+        f"no Chromium installed (one of {', '.join(browser.NAMES)}; apt-get install chromium)"
 
 
 #: Why each part is missing (None: it is there).
 MISSING: dict[str, Callable[[], str | None]] = {
     "pyxai": _pyxai, "anchors": _anchors, "rfxpl": _rfxpl, "solbert": _solbert, "dask": _dask,
-    "xgboost": _module("xgboost"), "lightgbm": _module("lightgbm")}
+    "xgboost": _module("xgboost", "boost"), "lightgbm": _module("lightgbm", "boost"),
+    "matplotlib": _module("matplotlib", "plot"), "chromium": _chromium}
 _seen: dict[str, str | None] = {}
 
 

@@ -133,6 +133,7 @@ def finish(run: subprocess.Popen[str], out: Path) -> tuple[dict, dict[str, bytes
     summary = json.loads(stdout)
     assert not summary.pop("interrupted")
     summary.pop("seconds")
+    summary.pop("timeline")
     names = [os.path.basename(p) for p in summary["failures"]]
     assert [os.path.dirname(p) for p in summary["failures"]] == [str(out)] * len(names)
     summary["failures"] = names

@@ -123,24 +123,46 @@ def voted(table: dict[str, dict[str, float]], args: argparse.Namespace,
     votes = votes or VOTES[getattr(args, "votes", None) or "hard"]
     for name in selected(table, args.datasets):
         ref = table[name]
-        trees = args.trees or int(ref["T"])
-        if not args.no_progress:
-            print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
-        yield name, ref, trees, train_forests(load(args.data_dir, name), trees, DEPTH,
-                                              args.seed, votes)
+        for trees in args.trees or (int(ref["T"]),):
+            if not args.no_progress:
+                print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
+            yield name, ref, trees, train_forests(load(args.data_dir, name), trees, DEPTH,
+                                                  args.seed, votes)
+
+
+def tree_counts(text: str | None) -> tuple[int, ...]:
+    """``--trees``: one number of trees, or a comma list (each dataset trained with each, in
+    turn: ``bench compile --plot`` draws them as a line); empty when absent."""
+    if text is None:
+        return ()
+    try:
+        counts = tuple(int(n) for n in text.split(","))
+    except ValueError:
+        raise InputError(f"--trees: expected a number or a comma list of numbers, not "
+                         f"{text!r}") from None
+    if min(counts) < 1:
+        raise InputError("--trees must be at least 1")
+    return counts
 
 
 class Table:
-    """Prints rows as text columns or JSON Lines, flushing each row."""
+    """Prints rows as text columns or JSON Lines, flushing each row; ``kept`` (a list)
+    collects the rows printed, as JSON would give them, for ``--plot``."""
 
-    def __init__(self, columns: Sequence[tuple[str, str, int]], as_json: bool) -> None:
+    def __init__(self, columns: Sequence[tuple[str, str, int]], as_json: bool,
+                 kept: list[dict[str, Any]] | None = None) -> None:
         self.columns = columns  # (key, header, width)
         self.as_json = as_json
+        self.kept = kept
         if not as_json:
             print("  ".join(h.rjust(w) if i else h.ljust(w)
                             for i, (_, h, w) in enumerate(columns)), flush=True)
 
-    def row(self, values: dict[str, Any]) -> None:
+    def row(self, values: dict[str, Any], keep: bool = True) -> None:
+        """Print one row; ``keep=False``: a line of the text table that is no row of its
+        own (the ratios under a soft row)."""
+        if self.kept is not None and keep:
+            self.kept.append(values)
         if self.as_json:
             print(json.dumps(values), flush=True)
             return
@@ -192,7 +214,7 @@ def beside(out: Table, row: dict[str, Any], hard: dict[str, Any] | None,
     else:
         out.row(row)
         if any(v is not None for v in ratios.values()):
-            out.row({"dataset": row["dataset"], "votes": "soft/hard", **ratios})
+            out.row({"dataset": row["dataset"], "votes": "soft/hard", **ratios}, keep=False)
     return ratios
 
 
@@ -264,7 +286,7 @@ def bench_dg(args: argparse.Namespace) -> int:
                    ("paper_n_3b", "paper", 10), ("t_3b", "T_3B", 8), ("paper_t_3b", "paper", 7),
                    ("t_ratio", "ratio", 7)]
     columns += [("peak_mb", "peak MB", 8), ("node_bytes", "B/node", 6)]
-    out = Table(with_votes(columns, args), args.json)
+    out = Table(with_votes(columns, args), args.json, args.plot_rows)
     for name, ref, trees, forests in voted(ref_table, args):
         hard = None
         for trained in forests:
@@ -331,7 +353,7 @@ def bench_nnf(args: argparse.Namespace) -> int:
         ("dataset", "dataset", 13), ("f", "#F", 3), ("c", "#C", 3), ("t", "#T", 5),
         ("n_rf", "#N_RF", 6), ("a", "%A", 6), ("n_nnf", "#N_NNF", 8), ("paper_n_nnf", "paper", 8),
         ("t_nnf", "T_NNF", 8), ("paper_t_nnf", "paper", 7), ("t_ratio", "ratio", 7)], args),
-        args.json)
+        args.json, args.plot_rows)
     for name, ref, trees, forests in voted(paper.TABLE1, args):
         hard = None
         for trained in forests:
@@ -431,7 +453,7 @@ def bench_explain(args: argparse.Namespace) -> int:
         ("nr_by", "NRs by", 7), ("t_sgnr", "T_sGNR", 8), ("paper_t_sgnr", "paper", 7),
         ("c_sgnr", "#C_sGNR", 7), ("paper_c_sgnr", "paper", 7), ("t_sat", "T SAT", 8),
         ("n_sat", "#N SAT", 8), ("sat_mb", "SAT MB", 7), ("sat_complete", "SAT cmpl", 8),
-        ("sat_differ", "differ", 6)], args), args.json)
+        ("sat_differ", "differ", 6)], args), args.json, args.plot_rows)
     rows4 = []
     for name, ref, trees, forests in voted(paper.TABLE3, args):
         hard = None

@@ -48,8 +48,9 @@ def _children_mb() -> float:
 
 
 def _fuzz_row(seed: int, cases: int, jobs: int, dask: str | None
-              ) -> tuple[float, float | None, Any]:
-    """Seconds of the cases, of the start (the cluster, and its workers' imports), answers."""
+              ) -> tuple[float, float | None, Any, dict[str, Any]]:
+    """Seconds of the cases, of the start (the cluster, and its workers' imports), answers,
+    and the row's timeline (what ``--plot`` draws)."""
     from rfcircuits.crosscheck.differential.fuzz import fuzz
     from rfcircuits.crosscheck.differential.strategies import Limits
 
@@ -61,17 +62,18 @@ def _fuzz_row(seed: int, cases: int, jobs: int, dask: str | None
                    [os.path.basename(p) for p in summary.failures])
     if summary.interrupted:
         raise KeyboardInterrupt
-    return summary.seconds, time.perf_counter() - start - summary.seconds, answers
+    return (summary.seconds, time.perf_counter() - start - summary.seconds, answers,
+            {"timeline": summary.timeline})
 
 
 def _mutate_row(seed: int, sample: int, budget: float, jobs: int, dask: str | None
-                ) -> tuple[float, float | None, Any]:
-    """Seconds of the campaign (its start included), None, answers."""
+                ) -> tuple[float, float | None, Any, dict[str, Any]]:
+    """Seconds of the campaign (its start included), None, answers, nothing more."""
     from rfcircuits.crosscheck.differential import mutate
 
     start = time.perf_counter()
     verdicts = mutate.campaign(list(mutate.DEFAULT_MODULES), sample, budget, jobs, seed, dask)
-    return time.perf_counter() - start, None, [(v.mutant, v.status) for v in verdicts]
+    return time.perf_counter() - start, None, [(v.mutant, v.status) for v in verdicts], {}
 
 
 def bench_campaigns(args: argparse.Namespace) -> int:
@@ -82,7 +84,7 @@ def bench_campaigns(args: argparse.Namespace) -> int:
                    ("rate", "tasks/s", 8),
                    ("speedup", "×1 W", 6), ("dask_local", "dask/loc", 8),
                    ("same", "same", 5), ("peak_mb", "peak MB", 8),
-                   ("workers_mb", "W MB", 7)], args.json)
+                   ("workers_mb", "W MB", 7)], args.json, args.plot_rows)
     jobs: list[tuple[str, int, Any]] = [
         ("fuzz", args.cases, lambda jobs, dask: _fuzz_row(args.seed, args.cases, jobs, dask))]
     if args.mutants > 0:
@@ -95,7 +97,7 @@ def bench_campaigns(args: argparse.Namespace) -> int:
             reset_peak()
             dask = f"local:{workers}" if backend == "dask" else None
             try:
-                took, started, answers = run(1 if dask else workers, dask)
+                took, started, answers, more = run(1 if dask else workers, dask)
             except InputError as exc:  # Dask is not installed: its rows say so
                 table.row({"job": job, "backend": backend, "workers": workers,
                            "stopped": str(exc)})
@@ -109,5 +111,6 @@ def bench_campaigns(args: argparse.Namespace) -> int:
                        "dask_local": ratio(took, seconds[("local", workers)])
                        if backend == "dask" else None,
                        "same": "yes" if answers == first else "NO",
-                       "peak_mb": round(peak_mb(), 1), "workers_mb": round(_children_mb(), 1)})
+                       "peak_mb": round(peak_mb(), 1), "workers_mb": round(_children_mb(), 1),
+                       **more})
     return 0

@@ -186,9 +186,10 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                         "FILE.partial, renamed when complete)")
     p.add_argument("--form", choices=("nnf", "dg", "dg-conj"), default="nnf",
                    help="compile: nnf for Table 1, dg-conj for Table 2, dg for Table 4")
-    p.add_argument("--trees", type=int,
+    p.add_argument("--trees", metavar="N[,N...]",
                    help="override the tables' number of trees (absent: the paper's; predict: 100 "
-                        "estimators)")
+                        "estimators); compile, explain, engines and oracles take a comma list, "
+                        "each dataset trained with each number in turn")
     p.add_argument("--seed", type=int, default=0, help="seed of the training runs")
     p.add_argument("--expand", type=int, default=10, metavar="N",
                    help="explain: time SR expansion on the first N instances (0: skip)")
@@ -213,6 +214,11 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
                         "paper's), soft (its leaves' probabilities, as predict decides), or "
                         "both, the soft row after the hard row of the same model with their "
                         "ratios soft/hard")
+    p.add_argument("--plot", metavar="DIR",
+                   help="compile, explain, engines, pyxai, campaigns: also draw the rows as "
+                        "figures in DIR, as SVG and PNG (compile-size, explain-time, "
+                        "engines-time, pyxai-time, fuzz-timeline; needs pip install "
+                        "'rfcircuits[plot]')")
     add_limits(p)
     if bench_extra:
         p.add_argument("--suite", choices=("paper", "trained"), default="paper",
@@ -620,20 +626,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.votes is not None and args.what not in ("compile", "explain"):
         raise InputError(f"bench {args.what}: --votes is bench compile's and explain's; the "
                          "other tables are of hard votes (bench predict: of both)")
+    from rfcircuits.cli.bench import run_bench, tree_counts
+
+    args.trees = tree_counts(args.trees)
+    if len(args.trees) > 1 and args.what in ("predict", "pyxai", "campaigns"):
+        raise InputError(f"bench {args.what}: --trees takes one number (a list is for compile, "
+                         "explain, engines and oracles)")
+    args.plot_rows = None
+    if args.plot is not None:
+        if args.what not in PLOTTED:
+            raise InputError(f"bench {args.what}: --plot draws bench {', '.join(PLOTTED)}")
+        from rfcircuits.plots import require
+
+        require(args.plot)
+        args.plot_rows = []
     args.node_budget = max_nodes(args)
     if args.rows is None:
         args.rows = 100 if args.what == "explain" else 20
     if args.what in args.bench_extra:
-        return args.bench_extra[args.what](args)
-    if args.what == "engines":
+        code = args.bench_extra[args.what](args)
+    elif args.what == "engines":
         from rfcircuits.cli.enginebench import bench_engines
 
-        return bench_engines(args)
-    if args.what == "predict":
+        code = bench_engines(args)
+    elif args.what == "predict":
         from rfcircuits.cli.predictbench import bench_predict
 
-        return bench_predict(args)
-    from rfcircuits.cli.bench import run_bench
+        code = bench_predict(args)
+    else:
+        code = run_bench(args)
+    if args.plot_rows is not None:
+        from rfcircuits.plots import bench_figures
 
-    return run_bench(args)
+        bench_figures(args.what, args.plot_rows, args.plot, _command_line(args))
+    return code
+
+
+#: The benches ``--plot`` draws (:func:`rfcircuits.plots.bench_figures`).
+PLOTTED = ("compile", "explain", "engines", "pyxai", "campaigns")
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The bench as a figure's title names it: its table, and the form and votes asked."""
+    words = ["bench", args.what]
+    if args.what == "compile":
+        words += ["--form", args.form]
+    if args.votes:
+        words += ["--votes", args.votes]
+    return " ".join(words)
 

@@ -72,7 +72,7 @@ def bench_engines(args: argparse.Namespace) -> int:
                    ("t_sat", "T sat", 8), ("mb_sat", "MB", 6), ("t_auto", "T auto", 8),
                    ("auto", "auto", 6), ("auto_ratio", "auto/best", 9), ("auto_ok", "ok", 4),
                    ("complete", "complete", 8), ("agree", "agree", 6), ("differ", "differ", 6)],
-                  args.json)
+                  args.json, args.plot_rows)
     differ = 0
     for name, _, trees, trained in configurations(paper.TABLE2, args):
         rows = trained.test_instances[:args.rows]

@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "limits)")
     p.add_argument("--out", default="fuzz-failures", help="directory for shrunk failing cases")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--plot", metavar="DIR",
+                   help="also draw the run's cases, checks and failures against the seconds in "
+                        "DIR/fuzz-timeline.svg and .png (needs pip install 'rfcircuits[plot]')")
     p.add_argument("--adapter", metavar="NAME",
                    help="fuzz another explainer instead: an adapter (pyxai, anchors, rfxpl, "
                         "rfxpl-maxsat, solbert... "
@@ -250,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", metavar="DIR",
                        help="keep each peer's report, answers and repro files in DIR")
         p.add_argument("--json", action="store_true", help="print the reports as one JSON object")
+        p.add_argument("--html", metavar="FILE",
+                       help="also write the reports as one self-contained HTML page (summary, "
+                            "findings with their witness worlds and votes, differences of "
+                            "definition) to FILE")
         add_no_progress(p)
         p.set_defaults(handler=cmd_verify_peer)
 
@@ -452,6 +459,10 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
     seconds = args.seconds if args.seconds or args.cases else 60.0
     peer_options = [o for o in ("model", "data", "forest", "instances", "target",
                                 "adapter_option") if getattr(args, o) is not None]
+    if args.plot is not None:
+        from rfcircuits.plots import require
+
+        require(args.plot)
     if args.adapter:  # another explainer: exit 1 also for its crashes
         from rfcircuits.crosscheck.peers import fuzz as pf
         from rfcircuits.crosscheck.peers.adapters.base import load_adapter
@@ -467,6 +478,7 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
         peer = pf.peer_fuzz(adapter, seconds, args.seed, args.out, args.adapter_timeout,
                             progress=not args.no_progress, data=data)
         print(pf.summary_json(peer) if args.json else pf.summary_text(peer))
+        _plot_fuzz(args, peer.timeline, f"fuzz --adapter {args.adapter} --seed {args.seed}")
         return exit_status() if peer.interrupted else pf.exit_code(peer)
     if peer_options:
         raise InputError(f"--{peer_options[0].replace('_', '-')}: only with --adapter NAME")
@@ -479,9 +491,18 @@ def cmd_fuzz(args: argparse.Namespace) -> int:
                    progress=not args.no_progress, cases=args.cases, dask=backend(args),
                    engines=("graphs", "sat") if args.engine == "both" else (args.engine,))
     print(summary_json(summary) if args.json else summary_text(summary))
+    _plot_fuzz(args, summary.timeline, f"fuzz --seed {args.seed}")
     if summary.interrupted:
         return exit_status()
     return 1 if summary.failures else 0
+
+
+def _plot_fuzz(args: argparse.Namespace, timeline: list[list[float]], command: str) -> None:
+    """``fuzz --plot DIR``: the run's timeline, also of an interrupted run (up to its stop)."""
+    if args.plot is not None:
+        from rfcircuits.plots import fuzz_timeline
+
+        fuzz_timeline([(f"seed {args.seed}", timeline)], args.plot, command)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

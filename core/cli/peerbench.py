@@ -95,7 +95,7 @@ def bench_pyxai(args: argparse.Namespace) -> int:
                    ("pyxai_median", "PyXAI med", 9), ("pyxai_max", "max", 8),
                    ("ratio", "ratio", 7), ("ours_done", "ours ok", 7),
                    ("pyxai_done", "PyXAI ok", 8), ("ours_mb", "MB", 6),
-                   ("pyxai_mb", "MB", 6)], args.json)
+                   ("pyxai_mb", "MB", 6)], args.json, args.plot_rows)
     for label in selected(FORESTS, args.datasets):
         trees, depth = FORESTS[label]
         model = RandomForestClassifier(n_estimators=trees, max_depth=depth,

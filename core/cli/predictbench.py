@@ -38,7 +38,6 @@ from rfcircuits.atomicio import Records, record_output
 from rfcircuits.cli import paper
 from rfcircuits.cli.bench import Table, load, selected
 from rfcircuits.datasets import Dataset, split
-from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 
@@ -218,9 +217,7 @@ def _records(path: str | None) -> Iterator[Records | None]:
 def bench_predict(args: argparse.Namespace) -> int:
     """One row per dataset and model, then (text) the rows whose hard vote differs from
     ``predict``; exit 1 when a row that is no near tie disagrees."""
-    estimators = args.trees or ESTIMATORS
-    if estimators < 1:
-        raise InputError("--trees must be at least 1")
+    estimators = args.trees[0] if args.trees else ESTIMATORS
     plan = _plan(args)
     examples = []
     failed = 0

@@ -146,8 +146,8 @@ def _bench_trained(args: argparse.Namespace) -> int:
                     (f"{kind}_ratio", "SAT/nat", 7)]
     table = Table(columns + [("mb", "MB", 6), ("agree", "agree", 5)], args.json)
     disagreements = 0
-    for name in selected(TRAINED, args.datasets):
-        trees = args.trees or 100
+    for name, trees in ((n, t) for n in selected(TRAINED, args.datasets)
+                        for t in args.trees or (100,)):
         if not args.no_progress:
             print(f"[bench] {name}: training {trees} trees", file=sys.stderr, flush=True)
         trained = train(args.data_dir, name, trees, args.seed, TRAINED[name])

@@ -2,8 +2,8 @@
 
 Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.differential.strategies`),
 and checking it is a pure function of ``(s, k)``: the same seed replays the same cases, and
-``--cases N`` the same summary and failure files, whatever the number of processes or the
-backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.campaigns.parallel`). Each case is a
+``--cases N`` the same summary (but for its seconds and timeline) and failure files, whatever
+the number of processes or the backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.campaigns.parallel`). Each case is a
 forest and three instances, checked under both tie policies against every oracle that fits
 (:mod:`rfcircuits.crosscheck.differential.harness`), followed — when the BDD oracle is chosen — by a *general-reason
 case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
@@ -16,7 +16,8 @@ the case is back, atomically, to ``DIR/case-<seed>-<k>[-general]-<ties>.json``
 (``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
 it with ``rfcircuits crosscheck --replay FILE``). Cases run until the time budget or their
 count is spent; progress (cases per second, failures, workers alive) goes to stderr, a
-summary to stdout.
+summary to stdout, whose timeline (cases, checks and failures against the seconds) ``--plot
+DIR`` draws (:func:`rfcircuits.plots.fuzz_timeline`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ SOFT_PLAN = ((SOFT_WEIGHTS, "auto"), (COARSE_WEIGHTS, "auto"), (SOFT_WEIGHTS, "b
              (COARSE_WEIGHTS, "diagram"), (COARSE_WEIGHTS, "unary"), (COARSE_WEIGHTS, "binary"))
 
 
+#: Points a summary's timeline keeps about, and the fewest seconds between two
+#: (:func:`timeline_point`).
+TIMELINE_POINTS, TIMELINE_GAP = 200, 0.1
+
+
 @dataclass
 class Summary:
     cases: int = 0
@@ -61,6 +67,25 @@ class Summary:
     failures: list[str] = field(default_factory=list)
     seconds: float = 0.0
     interrupted: bool = False
+    #: ``[seconds, cases, checks, failures]`` as the run went (:func:`timeline_point`).
+    timeline: list[list[float]] = field(default_factory=list)
+
+
+def timeline_point(timeline: list[list[float]], seconds: float, cases: int, checks: int,
+                   failures: int, last: bool = False) -> None:
+    """Add ``[seconds, cases, checks, failures]`` to a fuzz summary's ``timeline`` (what
+    ``--plot`` draws) when a failure was found since its last point, when ``seconds`` is
+    :data:`TIMELINE_GAP` and a :data:`TIMELINE_POINTS`-th of the run past that point, or at the
+    ``last`` point of the run. Past twice :data:`TIMELINE_POINTS` points every other one is
+    dropped, but for those where failures grew and the last: a long campaign's summary stays
+    a few kilobytes (and a point per failure file, which is written anyway)."""
+    if timeline and not last and failures == timeline[-1][3] and \
+            seconds - timeline[-1][0] < max(TIMELINE_GAP, seconds / TIMELINE_POINTS):
+        return
+    timeline.append([round(seconds, 3), cases, checks, failures])
+    if len(timeline) > 2 * TIMELINE_POINTS:
+        timeline[:] = [p for i, p in enumerate(timeline)
+                       if i % 2 == 0 or i == len(timeline) - 1 or p[3] > timeline[i - 1][3]]
 
 
 def make_case(seed: int, k: int, limits: Limits, stream: str = "",
@@ -165,7 +190,7 @@ def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: s
     checked, on ``jobs`` local processes or the Dask cluster at ``dask``; failures land in
     ``out_dir``, each written by this process as soon as its case is back. The summary lists
     them in case order, so the same seed and ``cases`` give the same summary (apart from
-    the seconds) and the same files on any backend. A signal stops the run: the cases not
+    the seconds and the timeline) and the same files on any backend. A signal stops the run: the cases not
     finished are dropped, the failures already saved are complete files. A failure file that
     cannot be written (a full disk) stops the run with its OSError."""
     output_dir(out_dir)
@@ -190,6 +215,8 @@ def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: s
                     write_json(path, doc)
                     found.setdefault(k, []).append(path)
                     bar.write(f"[fuzz] FAILURE saved to {path}")
+                timeline_point(summary.timeline, time.monotonic() - start, summary.cases,
+                               summary.checks, sum(map(len, found.values())))
                 rate = summary.cases / max(1e-9, time.monotonic() - start)
                 bar.note(f"{summary.cases} cases ({rate:.1f}/s), {summary.checks} checks, "
                          f"{sum(map(len, found.values()))} failures, {backend.workers()} "
@@ -205,6 +232,8 @@ def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: s
         bar.close()
         summary.failures = [path for k in sorted(found) for path in found[k]]
         summary.seconds = time.monotonic() - start
+        timeline_point(summary.timeline, summary.seconds, summary.cases, summary.checks,
+                       len(summary.failures), last=True)
     return summary
 
 

@@ -101,6 +101,7 @@ from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, RowOrigin, Task, adapter_library,
                                                  adapter_model, adapter_votes, error_text,
                                                  protocol_error)
+from rfcircuits.crosscheck.differential.fuzz import timeline_point
 from rfcircuits.crosscheck.campaigns.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peers.repro import peer_repro
 from rfcircuits.crosscheck.peers.grading import PeerData
@@ -630,7 +631,8 @@ class PeerSummary:
     ``timeouts``: rows) and the ``differences`` of definition counted (not errors);
     ``unreachable``: findings that rest only on states no float32 input reaches,
     ``definition``: findings that rest on the peer's model of the forest (neither fails). ``source`` names the user's forest (None: random
-    forests)."""
+    forests). ``timeline``: cases, checks and failing cases against the seconds
+    (:func:`rfcircuits.crosscheck.differential.fuzz.timeline_point`)."""
 
     peer: dict[str, str]
     source: str | None = None
@@ -646,6 +648,7 @@ class PeerSummary:
     findings: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         (*FAILING, "unreachable", "definition", "errors", "timeouts"), 0))
     differences: dict[str, int] = field(default_factory=dict)
+    timeline: list[list[float]] = field(default_factory=list)
 
     def count(self, task: Task, report: PeerReport) -> None:
         forest = task.forest
@@ -721,6 +724,8 @@ def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: fl
                 if stopped:
                     raise KeyboardInterrupt
             k += 1
+            timeline_point(summary.timeline, time.monotonic() - start, summary.cases,
+                           summary.checks, len(summary.failures))
             bar.note(f"{summary.cases} cases, {summary.rows} rows, "
                      f"{len(summary.failures)} failures")
             if cases is not None:
@@ -732,6 +737,8 @@ def peer_fuzz(adapter: Any, seconds: float, seed: int, out_dir: str, timeout: fl
     finally:
         bar.close()
         summary.seconds = time.monotonic() - start
+        timeline_point(summary.timeline, summary.seconds, summary.cases, summary.checks,
+                       len(summary.failures), last=True)
     return summary
 
 

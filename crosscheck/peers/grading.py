@@ -34,9 +34,11 @@ the votes the peer explains (the hard majority, or ``predict``'s soft vote:
 they arrive (:class:`rfcircuits.crosscheck.peers.promises.PromiseGrader`), with progress on stderr.
 ``--out DIR`` keeps, per adapter, the report (``<name>.report.json``), the peer's answers as it
 gave them (``<name>.answers.jsonl``: row, data row, status, record, seconds, error) and a repro
-file when the report has findings. Exit 1 when some promise is broken, something promised complete
-is missing or our engine and the oracle disagree; a peer's crashes and timeouts, and findings
-that rest only on states no float32 input reaches, are listed and counted.
+file when the report has findings; ``--html FILE`` writes the reports as one self-contained
+page (:mod:`rfcircuits.crosscheck.peers.report`). Exit 1 when some promise is broken, something
+promised complete is missing or our engine and the oracle disagree; a peer's crashes and
+timeouts, and findings that rest only on states no float32 input reaches, are listed and
+counted.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from rfcircuits.atomicio import atomic_open, output_dir, write_json
+from rfcircuits.atomicio import atomic_open, check_output, output_dir, write_json
 from rfcircuits.boosted_import import forest_from_model, forest_from_xgboost, library_of
 from rfcircuits.datasets import Dataset, as_class_names, load_rows, split, train_forest
 from rfcircuits.errors import InputError
@@ -470,6 +472,8 @@ def run_verify_peer(args: argparse.Namespace) -> int:
     versions = [a.version() for a in adapters]  # unavailable peers stop the run before training
     if args.out:
         output_dir(args.out)
+    if args.html:
+        check_output(args.html)  # now, not after the peers have run
     kinds = {(adapter_library(a), adapter_votes(a)) for a in adapters}
     datas = {library: peer_data(args, library) for library in sorted({k[0] for k in kinds})}
     tasks = {(library, votes): datas[library].for_votes(votes).task(
@@ -490,11 +494,14 @@ def run_verify_peer(args: argparse.Namespace) -> int:
                 if args.out and name in reports:
                     write_outputs(args.out, name, reports[name], task, answers)
     rows = len(next(iter(tasks.values())).rows)
-    head = {**data.head, "seed": args.seed, "pick": args.pick, "rows": rows,
-            "timeout": args.timeout}
+    document = {**data.head, "seed": args.seed, "pick": args.pick, "rows": rows,
+                "timeout": args.timeout, "peers": {n: r.to_json() for n, r in reports.items()}}
+    if args.html:
+        from rfcircuits.crosscheck.peers.report import write_html
+
+        write_html(args.html, document, interrupted)
     if args.json:
-        print(json.dumps({**head, "peers": {n: r.to_json() for n, r in reports.items()}},
-                         ensure_ascii=False))
+        print(json.dumps(document, ensure_ascii=False))
     else:
         print(f"verify-peer: {'; '.join(d.title for d in datas.values())}, seed {args.seed}, "
               f"{rows} rows "
