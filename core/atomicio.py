@@ -1,4 +1,5 @@
-"""The output rules every command that writes follows (README, "Outputs and signals").
+"""The output rules every command that writes follows (docs/development.md, "Outputs, signals
+and exit codes").
 
 - A regular file (or a path that does not exist yet) is replaced atomically, and only by a
   complete result: the writer fills a temporary file in the same directory, which is renamed

@@ -148,8 +148,8 @@ class DaskBackend(Backend):
         if slowed:
             print(f"warning: {len(slowed)} of {len(facts)} Dask workers run with "
                   f"MALLOC_TRIM_THRESHOLD_={facts[slowed[0]][1]} (Dask's default), which slows "
-                  "rfcircuits' tasks by about a quarter; README, \"Campaigns on a cluster\", "
-                  "shows the setting that turns it off", file=sys.stderr)
+                  "rfcircuits' tasks by about a quarter; docs/development.md, \"Campaigns on one "
+                  "machine or a cluster\", shows the setting that turns it off", file=sys.stderr)
 
     def workers(self) -> int:
         when, count = self._counted
