@@ -1,6 +1,6 @@
-"""Import XGBoost and LightGBM classifiers into the forest model, from their own JSON
-documents: forests of soft votes whose exact decision is the library's ``predict``
-(docs/decisions.md, "Boosted models", says how each rule below was established).
+"""Import XGBoost and LightGBM classifiers into the forest model, from their own JSON documents:
+forests of soft votes whose exact decision is the library's ``predict`` (docs/decisions.md,
+"XGBoost and LightGBM are imported from their own JSON", says how each rule was established).
 
 Both libraries decide a class from margins: per class, an initial score plus the value of
 the leaf each of the class's trees reaches. Every leaf here adds its value to its class's

@@ -62,8 +62,8 @@ COUNTERS = ("topdown", "totalizer", "oddeven")
 #: :func:`rfcircuits.featureorder.sift` makes of the heuristic one (the first attempt's work
 #: is lost). Forests of few features gain from it as well as wide ones; smaller compiles
 #: would not repay the sifting, which takes seconds however small the forest, so tiny
-#: forests (tests, fuzzing, the corpus) never sift (docs/decisions.md, "Sifting the order of
-#: large compiles").
+#: forests (tests, fuzzing, the corpus) never sift (docs/decisions.md, "Compiles past 500 K
+#: live nodes start again under a sifted order").
 SIFT_TRIGGER = 500_000
 #: Sifted orders of the last forests that needed one: another compile of the same forest
 #: (the other tie policy of a crosscheck, an explainer after the formula checks) reuses it

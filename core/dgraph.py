@@ -374,7 +374,7 @@ class _Branches:
     """``branches[n]`` of a store's node: ``(state mask, child)`` per child, sorted by lowest
     state, computed on first use by the store (the C store converts its segments in C:
     converting them in Python was a large share of building a general reason:
-    docs/decisions.md, "Measurements behind the code's constants and designs")."""
+    docs/decisions.md, "GR is built only where it is needed")."""
 
     def __init__(self, store: Store) -> None:
         self._store = store

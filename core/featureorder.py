@@ -62,8 +62,8 @@ def feature_order(forest: Forest, how: str = "auto", created: Created | None = N
     (deterministic: it counts nodes, not seconds). Trees are i.i.d., so a prefix ranks the
     orders much as the whole forest does. Each candidate wins on some forests, and the sample
     counts with the odd-even network whatever the compile counts with, as ranking by another
-    counter's work picked orders with larger graphs (docs/decisions.md, "Measurements behind
-    the code's constants and designs"). ``created`` is the compile cost ``auto`` ranks by.
+    counter's work picked orders with larger graphs (docs/decisions.md, "The `auto` order ranks
+    static orders on a prefix of the trees"). ``created`` is the compile cost ``auto`` ranks by.
     """
     k = len(forest.features)
     if how == "index":
@@ -140,8 +140,8 @@ def sift(forest: Forest, order: list[int], created: Created, work: int | None = 
     (:data:`WIDE_WINDOW_NODES` beyond :data:`WIDE` features);
     windows start every ``m / 2`` trees, so every tree and every pair of neighbours is in
     some window (one window when ``m`` is the whole forest). Judging on a prefix of the trees
-    alone overfits it (docs/decisions.md, "Sifting the order of large compiles"). ``created``
-    measures a compile."""
+    alone overfits it (docs/decisions.md, "Compiles past 500 K live nodes start again under a
+    sifted order"). ``created`` measures a compile."""
     trees = forest.trees
     wide = len(forest.features) > WIDE
     window = WIDE_WINDOW_NODES if wide else WINDOW_NODES

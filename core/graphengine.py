@@ -60,9 +60,9 @@ ROBUST_METHODS: tuple[str, ...] = get_args(RobustMethod)
 NR_METHODS: tuple[str, ...] = get_args(NrMethod)
 #: ``nr_method="auto"`` projects a graph only when its nodes times the ``2^n`` feature sets
 #: stay within ``PROJECTION_WORK`` (building the projections walks a graph per set;
-#: measured: docs/decisions.md, "Explanations"), and gives up when the projections add more
-#: than ``PROJECTION_FACTOR`` times its nodes plus ``PROJECTION_SLACK`` to the manager; the
-#: search serves such graphs.
+#: measured: docs/decisions.md, "With few features, NRs and CEs come from existential
+#: projections"), and gives up when the projections add more than ``PROJECTION_FACTOR`` times
+#: its nodes plus ``PROJECTION_SLACK`` to the manager; the search serves such graphs.
 PROJECTION_WORK = 6 * 10 ** 8
 PROJECTION_FACTOR = 16
 PROJECTION_SLACK = 65536

@@ -16,7 +16,7 @@ canonical graphs, are the same. What differs is the intermediate functions:
 The direct merge takes more operations (quadratic in the block sizes instead of
 ``n log² n``), but each builds a smaller graph. Where the graphs are large that wins; where
 many trees meet small graphs the extra operations cost more than they save (docs/decisions.md,
-"Before that, decision graphs counted votes with a totalizer"). For NNF circuits, whose size
+"Decision graphs count votes top-down"). For NNF circuits, whose size
 is the gate count, the odd-even network stays (paper Alg. 3).
 
 Only the thresholds that the wanted outputs depend on are built: a block's range of ``k``

@@ -92,7 +92,7 @@ static inline size_t node_words(size_t nseg, int width)
  * (transparent huge pages in "madvise" mode): the searches read it at random, and with 4 KiB
  * pages nearly every node read misses the TLB. Advice only; freed with free(). Only the
  * layout: advising the node arrays and tables as well was slower (docs/decisions.md,
- * "Search layouts on 2 MiB pages"). */
+ * "NR/CE search in C"). */
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static void *code_alloc(size_t bytes)
@@ -651,8 +651,8 @@ typedef struct {
  * have been. Lanes done are dropped at the end of a round, keeping the others' order, and
  * new ones are filled from the top of the stack, so that the search still goes depth
  * first: a level's found sets are found early and prune the rest of the level (a queue was
- * slower). The designs tried and measured: docs/decisions.md, the findings on the NR/CE
- * search on ann-thyroid. */
+ * slower). The designs tried and measured: docs/decisions.md, "The NR/CE search in C is laid
+ * out for cache misses". */
 #define LANES 32
 
 /* Whether deviating on `bit` from `held` (a level-k set without it) makes a set holding a

@@ -395,9 +395,9 @@ def _frozen() -> Iterator[Callable[[], None]]:
     alive later (call it after each explanation's collection: the explainer's caches grow).
     :func:`_no_gc` collects after each explanation, and a full collection walks every
     container of the compiled graphs and caches, streaming them through the CPU caches and
-    evicting what the next explanation's first stage reads (docs/decisions.md, "Finding: the
-    NR/CE search's rounds and instructions"). Frozen objects that become garbage meanwhile
-    are collected once unfrozen."""
+    evicting what the next explanation's first stage reads (docs/decisions.md, "`bench
+    explain` times as the paper does, with the heap frozen"). Frozen objects that become
+    garbage meanwhile are collected once unfrozen."""
     gc.freeze()
     try:
         yield gc.freeze

@@ -223,7 +223,7 @@ def add_commands(sub: Any, bench_extra: dict[str, tuple[Handler, str]] | None = 
     if bench_extra:
         p.add_argument("--suite", choices=("paper", "trained"), default="paper",
                        help="oracles: Table 3's forests (depth 4; SRs and robustness), or the "
-                            "100-tree forests of docs/decisions.md at their depths, every "
+                            "100-tree forests of docs/benchmarks.md at their depths, every "
                             "check kind crosscheck runs (default: paper)")
     add_counter(p)
     add_max_nodes(p)

@@ -66,7 +66,7 @@ formula under D; a difference comes back as a counterexample world.
 
 Size limits (:meth:`BddOracle.too_big`). Vote BDDs blow up quickly with the number of trees
 and state variables, and prime enumeration is exponential in the number of features
-(measured: docs/decisions.md, "Measurements behind the code's constants and designs"). The
+(measured: docs/decisions.md, "The BDD oracle keeps a static order and size limits"). The
 oracle therefore accepts at most :data:`MAX_FEATURES` features, :data:`MAX_VARIABLES` state
 variables, :data:`MAX_TREES` trees, and ``trees × state variables × class pairs`` up to
 :data:`MAX_WORK` (one vote DP per pair of classes). The bounds are conservative; the

@@ -102,8 +102,8 @@ many calls faster), the instance's counter and its blocking clauses. A solver ke
 across instances, with each instance's clauses retired by an activation literal, slowed down
 as the retired clauses and counters piled up. The item checks keep one such solver per goal
 (no counter, no blocking clauses: nothing piles up). Every other query uses the reified
-encoding above. The measurements behind these choices are in docs/decisions.md ("Oracles", and
-"Measurements behind the code's constants and designs").
+encoding above. The measurements behind these choices are in docs/decisions.md ("Oracles and
+cross-checking").
 """
 
 from __future__ import annotations
