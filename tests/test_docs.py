@@ -36,7 +36,6 @@ from rfcircuits.terms import terms_json
 ROOT = Path(__file__).resolve().parent.parent
 SEMANTICS = ROOT / "docs" / "semantics.md"
 ALGORITHMS = ROOT / "docs" / "algorithms.md"
-PAGES = (SEMANTICS, ALGORITHMS)
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
@@ -229,9 +228,14 @@ def module_of_path(path: str) -> str:
     return ".".join(top + (rest[:-1] if rest[-1] == "__init__" else rest))
 
 
+#: The pages whose cited paths and names must exist: every page of docs/ and the READMEs.
+CITING = (ROOT / "README.md", ROOT / "fixtures" / "README.md",
+          *sorted((ROOT / "docs").glob("*.md")))
+
+
 def _cited(pattern: re.Pattern[str]) -> list[tuple[str, str]]:
     """``(page name, cited text)`` for every match of ``pattern`` on the pages."""
-    return sorted({(page.name, m.group(1)) for page in PAGES
+    return sorted({(page.name, m.group(1)) for page in CITING
                    for m in pattern.finditer(page.read_text(encoding="utf-8"))})
 
 
@@ -268,3 +272,63 @@ def test_algorithms_page_covers_the_papers_algorithms() -> None:
     text = ALGORITHMS.read_text(encoding="utf-8")
     for alg in ("1", "2", "3", "3A", "3B", "4", "5", "6", "7"):
         assert re.search(rf"\| Alg\. {alg} ", text), f"no table row for Alg. {alg}"
+
+
+# -- commands the pages show ----------------------------------------------------------------
+
+
+def shell_words(text: str) -> list[list[str]]:
+    """The words of each command line of a shell block (continuation lines joined, a line
+    joined with the next while a quotation is open, ``$ `` prompts and comments dropped;
+    ``;``, ``&&``, ``|``, redirections and parentheses are words of their own)."""
+    out: list[list[str]] = []
+    pending = ""
+    for line in text.replace("\\\n", " ").splitlines():
+        pending += line.removeprefix("$ ")
+        lexer = shlex.shlex(pending, posix=True, punctuation_chars=True)
+        lexer.whitespace_split, lexer.commenters = True, "#"
+        try:
+            out.append(list(lexer))
+        except ValueError:  # a quotation spans lines
+            pending += "\n"
+            continue
+        pending = ""
+    return out
+
+
+def shown_commands() -> list[tuple[str, int, tuple[str, ...]]]:
+    """``(page, block's line, argv)`` of every ``rfcircuits COMMAND ...`` in the shell blocks
+    (``sh``, ``console``) of the pages, up to the end of its line, ``;``, ``&&``, ``|``, a
+    redirection or a closing parenthesis. Shell variables (``$DATA``) stand for ``1``."""
+    from rfcircuits.cli.main import build_parser
+
+    subcommands = {name for action in build_parser()._subparsers._group_actions
+                   for name in getattr(action, "choices", None) or ()}
+    found = []
+    for page in CITING:
+        for block in blocks(page.read_text(encoding="utf-8")):
+            if block.info[:1] not in {("sh",), ("console",)}:
+                continue
+            for words in shell_words(block.text):
+                for i, word in enumerate(words[:-1]):
+                    if word != "rfcircuits" or words[i + 1] not in subcommands:
+                        continue
+                    argv = []
+                    for w in words[i + 1:]:
+                        if set(w) <= set(";&|<>()"):
+                            break
+                        argv.append("1" if "$" in w else w)
+                    found.append((page.name, block.line, tuple(argv)))
+    return found
+
+
+@pytest.mark.parametrize("page,line,argv", shown_commands())
+def test_shown_command_parses(page: str, line: int, argv: tuple[str, ...]) -> None:
+    """Every command a page shows is one the command line accepts (its options, their
+    values' types and choices): parsed, not run."""
+    from rfcircuits.cli.main import build_parser
+
+    try:
+        build_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        pytest.fail(f"{page}:{line}: rfcircuits {' '.join(argv)} does not parse ({exc.code})")

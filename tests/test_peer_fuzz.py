@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rfcircuits.cli.main import main
 from rfcircuits.explain import Explainer
@@ -203,15 +204,21 @@ def test_crashes_and_timeouts_are_counted_apart_and_saved(tmp_path, capsys, monk
     assert "killed by SIGKILL" in doc["disagreements"][0]["counterexample"]
 
 
-def test_a_signal_keeps_the_finished_cases_and_stops_the_peer(tmp_path, monkeypatch, capsys):
+def interrupt_at(monkeypatch: pytest.MonkeyPatch, stop: int) -> None:
+    """Ctrl-C as ``fuzz --adapter`` makes its case ``stop``: a deterministic end of a run
+    that is otherwise timed (``--seconds``)."""
     made = pf.make_case
 
-    def interrupted_at_3(seed, k, *kinds):
-        if k == 3:
+    def interrupted(seed, k, *kinds):
+        if k == stop:
             raise KeyboardInterrupt
         return made(seed, k, *kinds)
 
-    monkeypatch.setattr(pf, "make_case", interrupted_at_3)
+    monkeypatch.setattr(pf, "make_case", interrupted)
+
+
+def test_a_signal_keeps_the_finished_cases_and_stops_the_peer(tmp_path, monkeypatch, capsys):
+    interrupt_at(monkeypatch, 3)
     out = tmp_path / "out"
     assert main(["fuzz", "--adapter", f"{ADAPTERS}:TieFault", "--seed", "5", "--out",
                  str(out), "--json", "--no-progress"]) == 128 + signal.SIGINT

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import signal
 import struct
 import sys
 import xml.etree.ElementTree as ET
@@ -202,3 +203,21 @@ def test_timeline_stays_short_and_keeps_each_failure():
     assert all(a[0] < b[0] for a, b in zip(timeline, timeline[1:]))
     steps = [p[1] - 1 for p, q in zip(timeline[1:], timeline) if p[3] > q[3]]
     assert [timeline[0][1] - 1] + steps == sorted(failures_at)
+
+
+@pytest.mark.needs("matplotlib")
+def test_fuzz_adapter_plot_draws_the_peers_findings_over_time(tmp_path, monkeypatch, capsys):
+    """A peer's fuzz campaign (it runs for ``--seconds``: stopped here by a signal at its
+    fifth case, deterministically): its failures, broken promises, are points of the
+    timeline, drawn though the run was stopped."""
+    from tests.test_peer_fuzz import interrupt_at
+
+    interrupt_at(monkeypatch, 4)
+    out = tmp_path / "figures"
+    assert main(["fuzz", "--adapter", "tests.test_peer_fuzz:TieFault", "--seed", "5",
+                 "--out", str(tmp_path / "f"), "--json", "-q", "--plot", str(out)]) == \
+        128 + signal.SIGINT
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["failures"] and summary["timeline"][-1][1:] == \
+        [4, summary["checks"], len(summary["failures"])]
+    assert_figure(out, "fuzz-timeline", "failures found")
