@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rfcircuits.cli import paper
 from rfcircuits.errors import BudgetExceeded, InputError
 from rfcircuits.progress import Progress
+from rfcircuits.budget import peak_mb, reset_peak
 from rfcircuits.datasets import Dataset, Trained, load_csv, train_forest, train_forests
 
 if TYPE_CHECKING:
@@ -63,31 +64,6 @@ def load(data_dir: str, name: str) -> Dataset:
 
 def train(data_dir: str, name: str, trees: int, seed: int, depth: int = DEPTH) -> Trained:
     return train_forest(load(data_dir, name), trees, depth, seed)
-
-
-def reset_peak() -> None:
-    """Start measuring peak memory afresh (Linux 4.0+: writing 5 to ``/proc/self/clear_refs``
-    resets the peak resident set ``VmHWM``); elsewhere the peak is the process's so far."""
-    try:
-        with open("/proc/self/clear_refs", "w", encoding="ascii") as out:
-            out.write("5")
-    except OSError:
-        pass
-
-
-def peak_mb() -> float:
-    """Peak resident memory since :func:`reset_peak`, in MB (2^20 bytes)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource  # not on Windows; its unit is KB on Linux, bytes on macOS
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 def selected(table: dict[str, Any], text: str | None, option: str = "--datasets") -> list[str]:

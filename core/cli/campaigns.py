@@ -24,7 +24,8 @@ import tempfile
 import time
 from typing import Any
 
-from rfcircuits.cli.bench import Table, peak_mb, ratio, reset_peak
+from rfcircuits.cli.bench import Table, ratio
+from rfcircuits.budget import peak_mb, reset_peak
 from rfcircuits.errors import InputError
 
 

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rfcircuits.cli import paper
-from rfcircuits.cli.bench import Table, compare, configurations, peak_mb, reset_peak
+from rfcircuits.cli.bench import Table, compare, configurations
+from rfcircuits.budget import peak_mb, reset_peak
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import WHAT_FIELDS, Explanation, parse_what

@@ -32,7 +32,8 @@ import statistics
 import time
 from typing import Any
 
-from rfcircuits.cli.bench import Table, peak_mb, reset_peak, selected
+from rfcircuits.cli.bench import Table, selected
+from rfcircuits.budget import peak_mb, reset_peak
 from rfcircuits.errors import InputError
 from rfcircuits.satengine import SatEngine
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from rfcircuits.cli import paper
-from rfcircuits.cli.bench import (Table, configurations, peak_mb, reset_peak, selected, stopped,
-                                  train)
+from rfcircuits.cli.bench import Table, configurations, selected, stopped, train
+from rfcircuits.budget import peak_mb, reset_peak
 from rfcircuits.errors import BudgetExceeded
 from rfcircuits.explain import Explainer
 from rfcircuits.explanation import ALL_WHAT

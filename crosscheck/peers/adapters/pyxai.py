@@ -63,7 +63,6 @@ import json
 import math
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 import time
@@ -75,13 +74,13 @@ import numpy as np
 
 from rfcircuits.errors import InputError
 from rfcircuits.boosted_import import library_of, xgboost_document
+from rfcircuits.budget import peak_mb
 from rfcircuits.forest import Forest, Instance, Leaf, Tree, instance_to_json, mask_states
-from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
-                                                 error_text)
+from rfcircuits.crosscheck.peers.adapters.base import Answer, Promise, Task, error_text
 from rfcircuits.crosscheck.peers.modelling import PeerModel
 from rfcircuits.crosscheck.verify import interval_mask
 from rfcircuits.crosscheck.peers.adapters.worker import (Worker, installed_version, other_python,
-                                                   reply, required_version)
+                                                         reply, required_version)
 
 #: Seconds a worker may take to import PyXAI and convert the model.
 STARTUP_SECONDS = 300.0
@@ -226,21 +225,8 @@ def _worker_main(workdir: str) -> None:
         except Exception as exc:  # PyXAI's failure is a finding, reported per call
             answer.update(status="error", error=error_text(exc))
         answer["seconds"] = time.perf_counter() - start
-        answer["peak_mb"] = _peak_mb()
+        answer["peak_mb"] = peak_mb()
         reply(answer)
-
-
-def _peak_mb() -> float:
-    """This process's peak resident memory in MB (Linux; 0 elsewhere): the worker's, which
-    ``bench pyxai`` reports beside ours."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
 
 
 def run_pyxai(model: Any, rows: np.ndarray, kinds: Sequence[str], timeout: float,
