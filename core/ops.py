@@ -24,8 +24,8 @@ class Ops(Generic[T]):
     max: Callable[[T, T], T]
     min: Callable[[T, T], T]
     false: T
-    #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one
-    #: operation (decision graphs: :meth:`rfcircuits.dgraph.DG.threshold`), for ``counter="topdown"``.
+    #: ``threshold(inputs, ks)``: per ``k``, "at least ``k`` inputs are true" in one operation
+    #: (decision graphs: :meth:`rfcircuits.dgraph.DG.threshold`), for ``counter="topdown"``.
     threshold: Callable[[list[T], list[int]], list[T]] | None = None
     #: ``check()``, called every so often by constructions whose steps may create no node
     #: for long (soft votes' diagrams, :func:`rfcircuits.pbdd.at_least`): it raises once the

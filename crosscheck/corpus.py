@@ -13,29 +13,28 @@ Layout (format :data:`CORPUS_FORMAT`)::
                               (small forests: every class, forms nnf, dg-conj, dg, both tie
                               policies, as ``rfcircuits compile --out`` writes them)
 
-Cases (:func:`plan`): the worked examples with every world as an instance; tiny random
-forests of :func:`rfcircuits.crosscheck.differential.fuzz.make_case`, selected by seed so that each edge-case
+Cases (:func:`plan`): the worked examples with every world as an instance; tiny random forests of
+:func:`rfcircuits.crosscheck.differential.fuzz.make_case`, selected by seed so that each edge-case
 category of :data:`STREAMS` is represented (ties, valid and unsatisfiable class formulas,
 single-state re-tests, numeric + categorical features, 2–5 classes, one-tree forests; with soft
-votes, exact ties of the weighted sums, near ties, negative decisions, decisive initial
-scores), their instances completed by a tied world (soft votes: and a near tie) and a world
-per decided class; forests trained with scikit-learn on its bundled datasets
-(:data:`TRAINED`: random forests with hard or soft votes, gradient-boosted trees), instances
-the first test rows.
-XGBoost and LightGBM models are left out: the corpus must build without those optional
-libraries, and neither promises the same trees bit for bit across platforms and thread counts
-(their import is tested on its own, ``tests/test_boosted_import.py``).
+votes, exact ties of the weighted sums, near ties, negative decisions, decisive initial scores),
+their instances completed by a tied world (soft votes: and a near tie) and a world per decided
+class; forests trained with scikit-learn on its bundled datasets (:data:`TRAINED`: random forests
+with hard or soft votes, gradient-boosted trees), instances the first test rows. XGBoost and
+LightGBM models are left out: the corpus must build without those optional libraries, and neither
+promises the same trees bit for bit across platforms and thread counts (their import is tested on
+its own, ``tests/test_boosted_import.py``).
 
-:func:`build` writes every expected answer from the native engine and keeps a case only when
-every oracle that fits it agrees (:func:`rfcircuits.crosscheck.differential.harness.crosscheck`, both tie policies)
-and the BDD oracle finds every circuit file equivalent to its class formula; any disagreement
-fails the build, which then writes nothing but repro files. The corpus is built in a temporary
-sibling directory and swapped in at the end, so an interrupted build leaves the old corpus.
-:func:`check` re-verifies a corpus: the native engine must reproduce every line byte for byte,
-circuit files must be equivalent to the BDD oracle's class formulas, and optionally the
+:func:`build` writes every expected answer from the native engine and keeps a case only when every
+oracle that fits it agrees (:func:`rfcircuits.crosscheck.differential.harness.crosscheck`, both tie
+policies) and the BDD oracle finds every circuit file equivalent to its class formula; any
+disagreement fails the build, which then writes nothing but repro files. The corpus is built in a
+temporary sibling directory and swapped in at the end, so an interrupted build leaves the old
+corpus. :func:`check` re-verifies a corpus: the native engine must reproduce every line byte for
+byte, circuit files must be equivalent to the BDD oracle's class formulas, and optionally the
 oracles re-confirm. Output is deterministic: fixed seeds, canonical JSON, no timings.
-``build(keep=True)`` (``corpus build --keep``) adds the cases the corpus lacks and leaves the
-others byte for byte, as a newer engine would write some of their files otherwise.
+``build(keep=True)`` (``corpus build --keep``) adds the cases the corpus lacks and leaves the others
+byte for byte, as a newer engine would write some of their files otherwise.
 """
 
 from __future__ import annotations
@@ -134,8 +133,8 @@ STREAMS = (
     Stream("one-tree", "one-tree", 30, Limits(4, 5, 1, 4, 5), 606),
     *(Stream(f"classes-{k}", f"classes-{k}", 20, Limits(4, 4, 7, k, 4), 610 + k)
       for k in range(2, 6)),
-    # Soft votes (weights of rfcircuits.crosscheck.differential.strategies.SOFT_WEIGHTS): the edge cases of
-    # exact sums of float64 weights.
+    # Soft votes (weights of rfcircuits.crosscheck.differential.strategies.SOFT_WEIGHTS): the edge
+    # cases of exact sums of float64 weights.
     Stream("soft-tie", "soft-tie", 6, Limits(4, 4, 4, 3, 3, "soft"), 621),
     Stream("soft-near-tie", "near-tie", 6, Limits(4, 3, 5, 3, 3, "soft"), 622),
     Stream("soft-negative", "negative-sum", 6, Limits(4, 4, 4, 3, 3, "soft"), 623),
@@ -229,7 +228,8 @@ TRAINED = (
     TrainedSpec("wine", (9, 12), None, 2, 2, votes="soft", model="gb"),
 )
 
-#: The worked examples (:mod:`rfcircuits.crosscheck.differential.spec_examples`): forest, instance, title.
+#: The worked examples (:mod:`rfcircuits.crosscheck.differential.spec_examples`): forest, instance,
+#: title.
 EXAMPLE_CASES = {
     "spec-susan": ("SUSAN_FOREST", "SUSAN", "worked example: Susan (paper Fig. 2)"),
     "spec-flip": ("FLIP_FOREST", "FLIP", "worked example: flip (paper §4)"),
@@ -247,7 +247,8 @@ class CaseSpec:
 
 
 def spec_case(case_id: str) -> CaseSpec:
-    """A worked example (:mod:`rfcircuits.crosscheck.differential.spec_examples`) with every world."""
+    """A worked example (:mod:`rfcircuits.crosscheck.differential.spec_examples`) with every
+    world."""
     forest_name, instance_name, title = EXAMPLE_CASES[case_id]
     return CaseSpec(case_id, {"kind": "spec", "example": title, "forest": forest_name,
                               "instances": "every world; the example's instance first" if
@@ -265,7 +266,8 @@ def limits_json(limits: Limits) -> dict[str, object]:
 def random_case(stream: Stream, k: int) -> CaseSpec:
     """Candidate ``k`` of a stream of tiny random forests."""
     return CaseSpec(f"random-{stream.name}-{k:04d}", {
-        "kind": "random", "stream": stream.name, "generator": "rfcircuits.crosscheck.differential.fuzz.make_case",
+        "kind": "random", "stream": stream.name,
+        "generator": "rfcircuits.crosscheck.differential.fuzz.make_case",
         "seed": stream.seed, "case": k, "limits": limits_json(stream.limits),
         "single_state_retests": stream.retests,
         "instances": "make_case's instances, then a tied world and a world per decided class"})

@@ -131,7 +131,8 @@ def test_the_registry_builds_it_without_importing_anchor_exp():
     assert isinstance(adapter, anchors.AnchorsAdapter) and adapter.ties == "first"
     with pytest.raises(InputError, match="threshold"):
         load_adapter("anchors", threshold=1.5)
-    code = ("import sys, rfcircuits.crosscheck.peers.adapters.base as b; b.load_adapter('anchors'); "
+    code = ("import sys, rfcircuits.crosscheck.peers.adapters.base as b; "
+            "b.load_adapter('anchors'); "
             "print(sorted({'anchor', 'lime'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

@@ -21,8 +21,8 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import parse_instance
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.crosscheck.peers.adapters import command
-from rfcircuits.crosscheck.peers.adapters.base import (PeerUnavailable, Promise, Task, check_adapter,
-                                                 load_adapter)
+from rfcircuits.crosscheck.peers.adapters.base import (PeerUnavailable, Promise, Task,
+                                                       check_adapter, load_adapter)
 from rfcircuits.crosscheck.peers.promises import grade_answers
 
 SR_PROMISE = "sufficient_reasons=formal,features,all"

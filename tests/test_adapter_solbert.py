@@ -22,7 +22,7 @@ from rfcircuits.forest import forest_from_json
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.peers.adapters import solbert, worker
 from rfcircuits.crosscheck.peers.adapters.base import (PeerUnavailable, Task, check_adapter,
-                                                 load_adapter)
+                                                       load_adapter)
 from rfcircuits.crosscheck.peers.grading import grade_peer
 
 FOREST = forest_from_json({

@@ -21,8 +21,8 @@ from rfcircuits.forest import Feature, Forest, Leaf, Tree, forest_from_json
 from rfcircuits.crosscheck.differential import spec_examples as ex
 from rfcircuits.crosscheck.oracles.bdd import DG_FORMAT, NNF_FORMAT, BddOracle, CircuitCheck
 from rfcircuits.crosscheck.oracles.brute import BruteForce
-from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, forests, random_forest,
-                                              random_instance)
+from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, forests,
+                                                           random_forest, random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 PROPERTY = settings(max_examples=150, deadline=None,

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from rfcircuits.crosscheck.oracles.bdd import MAX_SOFT_WORK, BddOracle
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, forest_and_instance,
-                                              random_instance, random_soft_forest, soft_forests,
-                                              tied, with_edge_worlds)
+                                                           random_instance, random_soft_forest,
+                                                           soft_forests, tied, with_edge_worlds)
 from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree, forest_from_json
 from tests.test_bdd import assert_explanations_match, assert_formulas_match, dnf_document
 

@@ -1,8 +1,8 @@
-"""Campaign backends (crosscheck/campaigns/parallel.py, crosscheck/campaigns/dask_backend.py): the same fuzz
-cases give the same summary and the same failure files on local processes and on Dask, with
-one worker or two, also when a worker dies in the middle of the campaign; and the cases do
-run where the backend says (each case records the process that ran it, and the Dask worker
-it ran on): a ``--dask`` that ran locally would fail.
+"""Campaign backends (crosscheck/campaigns/parallel.py, crosscheck/campaigns/dask_backend.py): the
+same fuzz cases give the same summary and the same failure files on local processes and on Dask,
+with one worker or two, also when a worker dies in the middle of the campaign; and the cases do run
+where the backend says (each case records the process that ran it, and the Dask worker it ran on): a
+``--dask`` that ran locally would fail.
 
 The fuzz runs are child processes that load :data:`PLANTED` (a ``sitecustomize`` module), as
 do the Dask workers they start, so that every process of a run has the same patches; their

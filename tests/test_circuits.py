@@ -29,8 +29,8 @@ from rfcircuits.circuits import MANIFEST, forest_digest
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.differential.strategies import (GENERAL, Limits, all_worlds,
-                                              forest_and_instance, random_forest,
-                                              random_instance)
+                                                           forest_and_instance, random_forest,
+                                                           random_instance)
 from rfcircuits.errors import InputError
 from rfcircuits.explain import Explainer, load_explainer
 from rfcircuits.forest import TIES, Forest, instance_to_json, save_forest
@@ -383,7 +383,8 @@ def test_dask_workers_load_the_clients_circuits_instead_of_compiling(tmp_path, m
 
 
 def test_the_format_guides_example_loads_and_answers_as_a_compile():
-    from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+    from rfcircuits.crosscheck.differential.spec_examples import (SUSAN, SUSAN_FOREST, forest,
+                                                                  instance)
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "formats.md").read_text(
         encoding="utf-8")

@@ -1,14 +1,14 @@
 """The golden corpus in ``fixtures/``.
 
-The native engine must reproduce every committed answer byte for byte, and the SAT oracle
-(the one oracle that fits every case) must agree with it on every field of every case, both
-tie policies, so that each committed answer is confirmed by an oracle on every run, not only
-compared with the engine's own earlier output (docs/decisions.md, "Every corpus case is
-confirmed by an oracle on every test run"); every committed circuit file must still be
-equivalent to the BDD oracle's class formula; ``corpus check`` must catch a corrupted answer (exit 1) and a malformed file (exit
-2); ``corpus build`` must be deterministic, refuse to write a case an oracle disagrees with,
-and with ``--keep`` leave the cases it keeps byte for byte. The soft-vote cases must hit the
-edge cases of exact weighted sums, and the edge-case categories must mean what they say.
+The native engine must reproduce every committed answer byte for byte, and the SAT oracle (the one
+oracle that fits every case) must agree with it on every field of every case, both tie policies, so
+that each committed answer is confirmed by an oracle on every run, not only compared with the
+engine's own earlier output (docs/decisions.md, "Every corpus case is confirmed by an oracle on
+every test run"); every committed circuit file must still be equivalent to the BDD oracle's class
+formula; ``corpus check`` must catch a corrupted answer (exit 1) and a malformed file (exit 2);
+``corpus build`` must be deterministic, refuse to write a case an oracle disagrees with, and with
+``--keep`` leave the cases it keeps byte for byte. The soft-vote cases must hit the edge cases of
+exact weighted sums, and the edge-case categories must mean what they say.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The user documentation cannot rot: its examples run, and the code it names exists.
 
 ``docs/semantics.md`` shows worked examples as fenced blocks: ```` ```json file=NAME ```` (and
-``jsonl``) holds an input file, a ```` ```console ```` block holds one ``$ rfcircuits ...``
-command, and the ```` ```json output ```` block right after it holds what the command prints,
-one JSON value per instance, wrapped for reading. Each command is run here on the page's files
-and must print exactly those values (compared re-serialised, so key order counts too). The
-examples taken from the paper must also give the answers the paper lists
-(:mod:`rfcircuits.crosscheck.differential.spec_examples`), which were written down independently of the
-engine.
+``jsonl``) holds an input file, a ```` ```console ```` block holds one ``$ rfcircuits ...`` command,
+and the ```` ```json output ```` block right after it holds what the command prints, one JSON value
+per instance, wrapped for reading. Each command is run here on the page's files and must print
+exactly those values (compared re-serialised, so key order counts too). The examples taken from the
+paper must also give the answers the paper lists
+(:mod:`rfcircuits.crosscheck.differential.spec_examples`), which were written down independently of
+the engine.
 
 ``docs/algorithms.md`` maps algorithms to code: every repository path and every dotted name
 ``rfcircuits.…`` it cites must exist, and a table row's path must be the module of the row's

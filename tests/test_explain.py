@@ -21,9 +21,10 @@ from rfcircuits.terms import Canonical, _table_terms, canonical, simple, simple_
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.cli.main import main
 from rfcircuits.crosscheck.differential.harness import nnf_worlds
-from rfcircuits.crosscheck.differential.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, FLIP_WORLDS,
-                                                 SUSAN, SUSAN_ANSWERS, SUSAN_FOREST, expected,
-                                                 forest, instance)
+from rfcircuits.crosscheck.differential.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST,
+                                                              FLIP_WORLDS, SUSAN, SUSAN_ANSWERS,
+                                                              SUSAN_FOREST, expected, forest,
+                                                              instance)
 from rfcircuits.crosscheck.differential.strategies import Limits, forest_and_instance
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)

@@ -860,7 +860,8 @@ def test_a_sigint_pysat_catches_where_no_caller_expects_it_is_not_an_oracle_cras
 
     from rfcircuits.crosscheck.oracles import sat
     from rfcircuits.crosscheck.differential.harness import crosscheck
-    from rfcircuits.crosscheck.differential.spec_examples import SUSAN, SUSAN_FOREST, forest, instance
+    from rfcircuits.crosscheck.differential.spec_examples import (SUSAN, SUSAN_FOREST, forest,
+                                                                  instance)
     from rfcircuits.interrupts import raised_by_signal
 
     error = pysolvers.error("Caught keyboard interrupt")

@@ -426,7 +426,8 @@ def test_ctrl_c_inside_the_sat_oracle_interrupts_the_crosscheck(monkeypatch):
     from rfcircuits.crosscheck.oracles.sat import SatOracle
 
     def robustness(self, x):
-        raise KeyboardInterrupt  # what rfcircuits.crosscheck.oracles.sat raises for Ctrl-C inside PySAT
+        # what rfcircuits.crosscheck.oracles.sat raises for Ctrl-C inside PySAT
+        raise KeyboardInterrupt
 
     monkeypatch.setattr(SatOracle, "robustness", robustness)
     f, xs = susan_case()

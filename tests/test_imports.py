@@ -39,14 +39,12 @@ def modules(package: str, folder: Path) -> dict[str, Path | None]:
 
 
 def import_graph(roots: dict[str, Path]) -> nx.DiGraph:
-    """The arrows between the modules of the packages ``roots`` (name to folder); a
-    subpackage that is a root of its own is left out of its parent's folder walk."""
+    """The arrows between the modules of the packages ``roots`` (name to folder; installed,
+    ``rfcircuits.crosscheck`` is also found inside ``rfcircuits``' folder, as the same
+    modules)."""
     mods: dict[str, Path | None] = {}
     for package, folder in roots.items():
-        for name, path in modules(package, folder).items():
-            if not any(name.startswith(other + ".") or name == other for other in roots
-                       if other != package and other.startswith(package + ".")):
-                mods[name] = path
+        mods.update(modules(package, folder))
     graph = nx.DiGraph()
     graph.add_nodes_from(mods)
     for name, path in mods.items():

@@ -6,8 +6,9 @@ import hashlib
 import io
 import zipfile
 
-from rfcircuits.crosscheck.differential.mutate import (PACKAGE_DIRS, _copy_packages, _mutated_source, judge,
-                                          mutants, snapshot_archive, summary)
+from rfcircuits.crosscheck.differential.mutate import (PACKAGE_DIRS, _copy_packages,
+                                                       _mutated_source, judge, mutants,
+                                                       snapshot_archive, summary)
 
 
 def tree_digest() -> str:

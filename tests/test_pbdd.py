@@ -20,7 +20,7 @@ from rfcircuits.ops import Ops
 from rfcircuits.crosscheck.differential.fuzz import SOFT_PLAN, make_case, soft_case
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.differential.strategies import (Limits, random_forest, random_instance,
-                                              random_soft_forest)
+                                                           random_soft_forest)
 from rfcircuits.dgcompile import compile_dg
 from rfcircuits.dgraph import DG
 from rfcircuits.errors import BudgetExceeded

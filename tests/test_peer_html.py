@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections import Counter
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path

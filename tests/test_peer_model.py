@@ -22,7 +22,7 @@ from rfcircuits.crosscheck.peers.modelling import ModelView, PeerModel, winners
 from rfcircuits.crosscheck.peers.promises import FAILING, UNANSWERED, grade_answers
 from rfcircuits.crosscheck.oracles.sat import SatOracle
 from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, pick_by_margin,
-                                              random_forest, soften, with_edge_worlds)
+                                                           random_forest, soften, with_edge_worlds)
 
 
 def tenths(forest: Forest) -> Forest:

@@ -16,7 +16,7 @@ from rfcircuits.explain import Explainer
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.terms import term_json
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, Promise, Task, check_adapter,
-                                                 load_adapter)
+                                                       load_adapter)
 from rfcircuits.crosscheck.peers.minimality import condition_minimal
 from rfcircuits.crosscheck.peers.promises import grade_answers
 from rfcircuits.crosscheck.oracles.sat import SatOracle
@@ -200,7 +200,7 @@ def test_peer_failures_are_listed_and_do_not_fail_the_run():
         assert report.ok
         assert [f["row"] for f in report.failures] == [2]
         assert report.failures[0]["status"] == status
-        assert f"the peer failed on 1 of 4 rows" in report.result() or status == "unreadable"
+        assert "the peer failed on 1 of 4 rows" in report.result() or status == "unreadable"
         json.dumps(report.to_json())
 
 

@@ -16,7 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rfcircuits.forest import forest_from_json, instance_to_json, load_forest, parse_instance

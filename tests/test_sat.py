@@ -19,8 +19,8 @@ from rfcircuits.crosscheck.oracles import sat
 from rfcircuits.crosscheck.differential import spec_examples as ex
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.oracles.sat import ENCODINGS, SatOracle
-from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, random_forest,
-                                              random_instance)
+from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance,
+                                                           random_forest, random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 PROPERTY = settings(max_examples=60, deadline=None,

@@ -1,12 +1,12 @@
 """The SAT oracle on forests of soft votes (issue 43): its binary adders
-(rfcircuits.crosscheck.oracles.adders) against integer arithmetic on every input, and every query against
-the brute-force oracle and the trees' exact sums, under ``first``, ``all`` and ``strict``.
+(rfcircuits.crosscheck.oracles.adders) against integer arithmetic on every input, and every query
+against the brute-force oracle and the trees' exact sums, under ``first``, ``all`` and ``strict``.
 
-The forests are the random ones of :mod:`rfcircuits.crosscheck.differential.strategies` with weights at the
-leaves drawn from a few floats, so that exact ties are common: zeros, halves, negatives, floats
-that are not short binary fractions (their float64 sums depend on the order), and ``2**-60``
-(whose scaled sums leave int64). The instance is often a world nearest a tie. The checks
-themselves are the hard-vote tests' (tests/test_sat.py, tests/test_slices.py)."""
+The forests are the random ones of :mod:`rfcircuits.crosscheck.differential.strategies` with weights
+at the leaves drawn from a few floats, so that exact ties are common: zeros, halves, negatives,
+floats that are not short binary fractions (their float64 sums depend on the order), and ``2**-60``
+(whose scaled sums leave int64). The instance is often a world nearest a tie. The checks themselves
+are the hard-vote tests' (tests/test_sat.py, tests/test_slices.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from pysat.solvers import Solver
 from rfcircuits.crosscheck.oracles.adders import Circuit, OneHotSum
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.oracles.sat import SatOracle
-from rfcircuits.crosscheck.differential.strategies import Limits, all_worlds, forests, pick_by_margin
+from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, forests,
+                                                           pick_by_margin)
 from rfcircuits.forest import Branching, Feature, Forest, Leaf, Tree
 from tests import test_sat, test_slices
 from tests.test_sat import COMPARED, CORRUPTIONS

@@ -22,11 +22,11 @@ from rfcircuits.primes import hitting_sets, minimal
 from rfcircuits.satengine import NOT_COMPUTED, SatEngine
 from rfcircuits.terms import variables
 from rfcircuits.crosscheck.oracles.brute import BruteForce
-from rfcircuits.crosscheck.differential.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST, SUSAN,
-                                                 SUSAN_ANSWERS, SUSAN_FOREST, expected, forest,
-                                                 instance)
-from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance, random_forest,
-                                              random_instance)
+from rfcircuits.crosscheck.differential.spec_examples import (FLIP, FLIP_ANSWERS, FLIP_FOREST,
+                                                              SUSAN, SUSAN_ANSWERS, SUSAN_FOREST,
+                                                              expected, forest, instance)
+from rfcircuits.crosscheck.differential.strategies import (Limits, forest_and_instance,
+                                                           random_forest, random_instance)
 
 LIMITS = Limits(max_features=4, max_states=4, max_trees=7, max_classes=3)
 #: What the SAT engine computes.

@@ -1,5 +1,5 @@
-"""Slices and path boxes (rfcircuits.crosscheck.oracles.slices) against the trees' votes world by world,
-and the SAT oracle's GSR and GNR verdicts against their definitions under every tie policy,
+"""Slices and path boxes (rfcircuits.crosscheck.oracles.slices) against the trees' votes world by
+world, and the SAT oracle's GSR and GNR verdicts against their definitions under every tie policy,
 ``strict`` included (the brute-force oracle knows only ``first`` and ``all``)."""
 
 from __future__ import annotations

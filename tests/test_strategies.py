@@ -9,8 +9,9 @@ import random
 import pytest
 
 from rfcircuits.forest import Leaf, forest_from_json
-from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, margin, pick_by_margin,
-                                              random_forest, random_soft_forest, tied)
+from rfcircuits.crosscheck.differential.strategies import (Limits, all_worlds, margin,
+                                                           pick_by_margin, random_forest,
+                                                           random_soft_forest, tied)
 
 
 def _stump(leaves: list[str]) -> dict:

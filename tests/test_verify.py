@@ -25,8 +25,8 @@ from rfcircuits.inputs import read_instances
 from rfcircuits.forest import (Forest, Instance, classes_from_votes, forest_from_json,
                                instance_to_json, parse_instance)
 from rfcircuits.cli.main import main
-from rfcircuits.crosscheck.differential.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST, SUSAN,
-                                                 SUSAN_FOREST, forest, instance)
+from rfcircuits.crosscheck.differential.spec_examples import (FIGURE1_FOREST, FLIP, FLIP_FOREST,
+                                                              SUSAN, SUSAN_FOREST, forest, instance)
 from rfcircuits.crosscheck.differential.strategies import Limits, random_forest, random_instance
 from rfcircuits.crosscheck.oracles.brute import BruteForce
 from rfcircuits.crosscheck.verify import verify

@@ -2,10 +2,11 @@
 corpus cases, a forest's instances) run.
 
 Two backends implement it and must agree on every result: local processes
-(:class:`rfcircuits.crosscheck.campaigns.parallel.LocalBackend`, ``--jobs J``) and a Dask distributed
-cluster (:class:`rfcircuits.crosscheck.campaigns.dask_backend.DaskBackend`, ``--dask ADDRESS``). A task
-is a module-level function and its arguments, so that it pickles by reference; its result
-must pickle too. :func:`rfcircuits.crosscheck.campaigns.parallel.run_tasks` drives either one.
+(:class:`rfcircuits.crosscheck.campaigns.parallel.LocalBackend`, ``--jobs J``) and a Dask
+distributed cluster (:class:`rfcircuits.crosscheck.campaigns.dask_backend.DaskBackend`, ``--dask
+ADDRESS``). A task is a module-level function and its arguments, so that it pickles by reference;
+its result must pickle too. :func:`rfcircuits.crosscheck.campaigns.parallel.run_tasks` drives either
+one.
 
 The contract, which the tests of both backends check:
 

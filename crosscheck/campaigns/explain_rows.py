@@ -1,6 +1,6 @@
-"""``rfcircuits explain --jobs J | --dask ADDRESS``: an explainer's rows shared among the
-campaign backends' workers (:mod:`rfcircuits.crosscheck.campaigns.parallel`), for users with many rows
-to explain on a large forest.
+"""``rfcircuits explain --jobs J | --dask ADDRESS``: an explainer's rows shared among the campaign
+backends' workers (:mod:`rfcircuits.crosscheck.campaigns.parallel`), for users with many rows to
+explain on a large forest.
 
 Local workers are forked after the parent has chosen its engine and compiled it, so they
 share the compiled class formulas; a Dask cluster's workers each load them, sent once per

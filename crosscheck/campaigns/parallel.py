@@ -6,16 +6,16 @@ this process. :func:`run_tasks` keeps a backend busy — this one or a Dask clus
 (:mod:`rfcircuits.crosscheck.campaigns.dask_backend`) — and yields results as they finish; the
 interface both implement is :mod:`rfcircuits.crosscheck.campaigns._backend_abc`.
 
-Ctrl-C (and SIGTERM, SIGHUP: :mod:`rfcircuits.interrupts`) is the parent's to handle: workers
-ignore SIGINT and die of SIGTERM and SIGHUP as plain processes do, and the parent kills them
-when it closes the backend. Workers run in a process group of their own, so that a signal to
-the command's group (a closed terminal, ``kill -TERM -PGID``) reaches the parent alone. On
-Linux, workers die with the parent, also when it is killed (SIGKILL), instead of waiting for
-tasks forever. A worker that dies in the middle of a task (killed, out of memory) is replaced
-and its task runs again, up to :data:`~rfcircuits.crosscheck.campaigns._backend_abc.MAX_TRIES` times. A
-worker that sees KeyboardInterrupt anyway (a solver library's own SIGINT handler, as PySAT
-installs during a call) passes it on as a result, and the parent raises it, instead of the
-worker dying and the parent waiting for its result forever."""
+Ctrl-C (and SIGTERM, SIGHUP: :mod:`rfcircuits.interrupts`) is the parent's to handle: workers ignore
+SIGINT and die of SIGTERM and SIGHUP as plain processes do, and the parent kills them when it closes
+the backend. Workers run in a process group of their own, so that a signal to the command's group (a
+closed terminal, ``kill -TERM -PGID``) reaches the parent alone. On Linux, workers die with the
+parent, also when it is killed (SIGKILL), instead of waiting for tasks forever. A worker that dies
+in the middle of a task (killed, out of memory) is replaced and its task runs again, up to
+:data:`~rfcircuits.crosscheck.campaigns._backend_abc.MAX_TRIES` times. A worker that sees
+KeyboardInterrupt anyway (a solver library's own SIGINT handler, as PySAT installs during a call)
+passes it on as a result, and the parent raises it, instead of the worker dying and the parent
+waiting for its result forever."""
 
 from __future__ import annotations
 

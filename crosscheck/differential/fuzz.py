@@ -1,23 +1,24 @@
 """``rfcircuits fuzz``: random small forests through the harness, failures shrunk and saved.
 
-Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")`` (:mod:`rfcircuits.crosscheck.differential.strategies`),
-and checking it is a pure function of ``(s, k)``: the same seed replays the same cases, and
-``--cases N`` the same summary (but for its seconds and timeline) and failure files, whatever
-the number of processes or the backend (local processes or a Dask cluster: :mod:`rfcircuits.crosscheck.campaigns.parallel`). Each case is a
-forest and three instances, checked under both tie policies against every oracle that fits
-(:mod:`rfcircuits.crosscheck.differential.harness`), followed — when the BDD oracle is chosen — by a *general-reason
-case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and states
-(:data:`rfcircuits.crosscheck.differential.strategies.GENERAL`) whose GSRs, GNRs, robustness and shortest flips
-are compared with the BDD oracle's. The small forests rarely have more than one
-GSR per SR set or GNRs on three features, which the large ones often do, and the brute force
-could not enumerate their candidate terms. A failing case is shrunk (:mod:`rfcircuits.crosscheck.differential.shrink`)
-where its case ran while the same check still fails, and written by the client as soon as
-the case is back, atomically, to ``DIR/case-<seed>-<k>[-general]-<ties>.json``
-(``rfcircuits.repro/1``: the forest, the instances, the tie policy, the disagreements; replay
-it with ``rfcircuits crosscheck --replay FILE``). Cases run until the time budget or their
-count is spent; progress (cases per second, failures, workers alive) goes to stderr, a
-summary to stdout, whose timeline (cases, checks and failures against the seconds) ``--plot
-DIR`` draws (:func:`rfcircuits.plots.fuzz_timeline`).
+Case ``k`` of seed ``s`` is drawn from ``random.Random(f"{s}/{k}")``
+(:mod:`rfcircuits.crosscheck.differential.strategies`), and checking it is a pure function of ``(s,
+k)``: the same seed replays the same cases, and ``--cases N`` the same summary (but for its seconds
+and timeline) and failure files, whatever the number of processes or the backend (local processes or
+a Dask cluster: :mod:`rfcircuits.crosscheck.campaigns.parallel`). Each case is a forest and three
+instances, checked under both tie policies against every oracle that fits
+(:mod:`rfcircuits.crosscheck.differential.harness`), followed — when the BDD oracle is chosen — by a
+*general-reason case* from ``random.Random(f"{s}/{k}/general")``: a forest with more features and
+states (:data:`rfcircuits.crosscheck.differential.strategies.GENERAL`) whose GSRs, GNRs, robustness
+and shortest flips are compared with the BDD oracle's. The small forests rarely have more than one
+GSR per SR set or GNRs on three features, which the large ones often do, and the brute force could
+not enumerate their candidate terms. A failing case is shrunk
+(:mod:`rfcircuits.crosscheck.differential.shrink`) where its case ran while the same check still
+fails, and written by the client as soon as the case is back, atomically, to
+``DIR/case-<seed>-<k>[-general]-<ties>.json`` (``rfcircuits.repro/1``: the forest, the instances,
+the tie policy, the disagreements; replay it with ``rfcircuits crosscheck --replay FILE``). Cases
+run until the time budget or their count is spent; progress (cases per second, failures, workers
+alive) goes to stderr, a summary to stdout, whose timeline (cases, checks and failures against the
+seconds) ``--plot DIR`` draws (:func:`rfcircuits.plots.fuzz_timeline`).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from rfcircuits.progress import Progress
 from rfcircuits.crosscheck.differential.harness import ORACLES, crosscheck
 from rfcircuits.crosscheck.campaigns.parallel import open_backend, run_tasks
 from rfcircuits.crosscheck.differential.shrink import shrink
-from rfcircuits.crosscheck.differential.strategies import (COARSE_WEIGHTS, GENERAL, SOFT_WEIGHTS, Limits,
-                                              random_forest, random_instance, soften)
+from rfcircuits.crosscheck.differential.strategies import (COARSE_WEIGHTS, GENERAL, SOFT_WEIGHTS,
+                                                           Limits, random_forest, random_instance,
+                                                           soften)
 
 REPRO_FORMAT = "rfcircuits.repro/1"
 INSTANCES_PER_CASE = 3
@@ -186,13 +188,13 @@ def repro(forest: Forest, instances: list[Instance], ties: str, disagreements: l
 def fuzz(seconds: float | None, seed: int, jobs: int, limits: Limits, out_dir: str,
          oracles: tuple[str, ...] = ORACLES, progress: bool = True, cases: int | None = None,
          dask: str | None = None, engines: tuple[str, ...] = ENGINES) -> Summary:
-    """Run cases 0, 1, 2… for ``seconds`` (None: no time limit) or until ``cases`` are
-    checked, on ``jobs`` local processes or the Dask cluster at ``dask``; failures land in
-    ``out_dir``, each written by this process as soon as its case is back. The summary lists
-    them in case order, so the same seed and ``cases`` give the same summary (apart from
-    the seconds and the timeline) and the same files on any backend. A signal stops the run: the cases not
-    finished are dropped, the failures already saved are complete files. A failure file that
-    cannot be written (a full disk) stops the run with its OSError."""
+    """Run cases 0, 1, 2… for ``seconds`` (None: no time limit) or until ``cases`` are checked, on
+    ``jobs`` local processes or the Dask cluster at ``dask``; failures land in ``out_dir``, each
+    written by this process as soon as its case is back. The summary lists them in case order, so
+    the same seed and ``cases`` give the same summary (apart from the seconds and the timeline) and
+    the same files on any backend. A signal stops the run: the cases not finished are dropped, the
+    failures already saved are complete files. A failure file that cannot be written (a full disk)
+    stops the run with its OSError."""
     output_dir(out_dir)
     summary = Summary()
     start = time.monotonic()

@@ -6,15 +6,15 @@ Mutation operators (AST level): ``&``↔``|``, ``and``↔``or``, ``<``↔``<=``,
 line, column and operator (``rfcircuits/primes.py:42:17 cmp < → <=``; modules are named by their
 path in the installed package).
 
-Each sampled mutant is written into a temporary copy of the packages (the working tree is
-never touched) and judged in a subprocess with that copy first on ``sys.path``: the worked
-examples (:mod:`rfcircuits.crosscheck.differential.spec_examples`) must give their listed answers, then a
-time-boxed ``rfcircuits fuzz`` with a fixed seed must find no disagreement. The mutant is
-*killed* by a wrong example answer, a disagreement, a crash or a timeout, and *survives*
-otherwise. Survivors that cannot change any answer are listed, with a one-line argument, in
+Each sampled mutant is written into a temporary copy of the packages (the working tree is never
+touched) and judged in a subprocess with that copy first on ``sys.path``: the worked examples
+(:mod:`rfcircuits.crosscheck.differential.spec_examples`) must give their listed answers, then a
+time-boxed ``rfcircuits fuzz`` with a fixed seed must find no disagreement. The mutant is *killed*
+by a wrong example answer, a disagreement, a crash or a timeout, and *survives* otherwise. Survivors
+that cannot change any answer are listed, with a one-line argument, in
 ``crosscheck/differential/EQUIVALENT_MUTANTS.md`` and counted as equivalent. The pure-Python
-decision-graph store is used in the subprocess so that mutants of Python modules are the code
-that runs.
+decision-graph store is used in the subprocess so that mutants of Python modules are the code that
+runs.
 """
 
 from __future__ import annotations

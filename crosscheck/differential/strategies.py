@@ -34,16 +34,16 @@ class Limits:
     max_trees: int = 7
     max_classes: int = 3
     max_depth: int = 4
-    #: What the trees vote (:func:`rfcircuits.crosscheck.differential.fuzz.make_case`): ``hard``, ``soft``
-    #: (weights from :data:`SOFT_WEIGHTS`, :func:`soften`), or ``mixed`` (odd cases soft).
+    #: What the trees vote (:func:`rfcircuits.crosscheck.differential.fuzz.make_case`): ``hard``,
+    #: ``soft`` (weights from :data:`SOFT_WEIGHTS`, :func:`soften`), or ``mixed`` (odd cases soft).
     votes: str = "hard"
 
 
-#: Bounds of the fuzz run's general-reason cases (:mod:`rfcircuits.crosscheck.differential.fuzz`): more features and
-#: states than the brute force can enumerate terms over, so that instances often have several
-#: GSRs per SR set and GNRs on three features or more (the paths of :mod:`rfcircuits.general` the
-#: small forests seldom reach), and still within every size limit of the BDD oracle
-#: (48 state variables, 10 trees, trees × variables × class pairs ≤ 1440).
+#: Bounds of the fuzz run's general-reason cases (:mod:`rfcircuits.crosscheck.differential.fuzz`):
+#: more features and states than the brute force can enumerate terms over, so that instances often
+#: have several GSRs per SR set and GNRs on three features or more (the paths of
+#: :mod:`rfcircuits.general` the small forests seldom reach), and still within every size limit of
+#: the BDD oracle (48 state variables, 10 trees, trees × variables × class pairs ≤ 1440).
 GENERAL = Limits(max_features=6, max_states=8, max_trees=10, max_classes=3, max_depth=6)
 
 

@@ -42,23 +42,22 @@ Reasons. CR and GR by the per-feature quantifier form applied to every feature,
 ``∀^C_X Δ = Δ|s ∧ ([X=s] ∨ ∧_t Δ|t)`` and ``∀^G_X Δ = Δ|s ∧ ∧_{t≠s}([X≠t] ∨ Δ|t)``;
 the latter's conjunction is built in its equivalent form ``Δ ∨ [X=s]`` (equal on D).
 
-Primes. Prime implicants of a multi-valued function φ are computed feature by feature (in
-level order; the recursion depth is the number of features). For the first remaining feature
-X with cofactors ``φ|t``, a term ``L ∧ τ`` (L a non-empty state set; ``L`` full means X is not
-mentioned) implies φ iff τ implies ``φ_L = ∧_{t∈L} φ|t``, and it is prime iff τ is a prime
-implicant of ``φ_L`` and τ implies no ``φ|u`` with ``u ∉ L`` (a term is prime iff no
-one-state widening is an implicant). So L must be closed (``φ_L ⊨ φ|u`` puts u in L), and
-the closed sets are enumerated with Ganter's NextClosure instead of all ``2^n`` subsets.
-Implication of a term is a BDD query under D. Prime implicates of φ are the complements,
-literal by literal, of the prime implicants of ¬φ. Variable-minimal primes (GSRs, GNRs)
-are not filtered from all primes (GR can have thousands): their feature sets are the minimal
-sets V such that some term on V implies φ, found by a second feature-by-feature recursion,
-and for each such V they are the primes of ``∀_{X∉V} φ``. The routines are general: they do
-not use the lemma that every literal of a prime of GR contains the instance's state
-(``rfcircuits.crosscheck.oracles.brute`` does), so agreement with the brute force also checks that lemma.
-From these: SRs/NRs = prime implicants/implicates of CR, GSRs/GNRs = the variable-minimal
-prime implicants/implicates of GR, CEs for target t = prime implicates of the CR of ``¬R^t``
-at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs.
+Primes. Prime implicants of a multi-valued function φ are computed feature by feature (in level
+order; the recursion depth is the number of features). For the first remaining feature X with
+cofactors ``φ|t``, a term ``L ∧ τ`` (L a non-empty state set; ``L`` full means X is not mentioned)
+implies φ iff τ implies ``φ_L = ∧_{t∈L} φ|t``, and it is prime iff τ is a prime implicant of ``φ_L``
+and τ implies no ``φ|u`` with ``u ∉ L`` (a term is prime iff no one-state widening is an implicant).
+So L must be closed (``φ_L ⊨ φ|u`` puts u in L), and the closed sets are enumerated with Ganter's
+NextClosure instead of all ``2^n`` subsets. Implication of a term is a BDD query under D. Prime
+implicates of φ are the complements, literal by literal, of the prime implicants of ¬φ.
+Variable-minimal primes (GSRs, GNRs) are not filtered from all primes (GR can have thousands): their
+feature sets are the minimal sets V such that some term on V implies φ, found by a second
+feature-by-feature recursion, and for each such V they are the primes of ``∀_{X∉V} φ``. The routines
+are general: they do not use the lemma that every literal of a prime of GR contains the instance's
+state (``rfcircuits.crosscheck.oracles.brute`` does), so agreement with the brute force also checks
+that lemma. From these: SRs/NRs = prime implicants/implicates of CR, GSRs/GNRs = the
+variable-minimal prime implicants/implicates of GR, CEs for target t = prime implicates of the CR of
+``¬R^t`` at x, robustness = size of the shortest NRs, shortest flips = the shortest GNRs.
 
 Circuit files (docs/formats.md). :meth:`BddOracle.check_circuit` reads an ``rfcircuits.nnf/1`` or
 ``rfcircuits.dg/1`` document into a BDD and decides equivalence with the oracle's own class

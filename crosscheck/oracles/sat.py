@@ -76,15 +76,15 @@ the sets are sorted afterwards.
 NRs are the minimal freers of ``¬Δ``, SRs its minimal blockers, CEs for ``t`` the minimal
 freers of ``R^t``. Robustness is a separate MaxSAT (RC2) computation.
 
-**Certificate.** Given SRs and NRs (the native engine's), :meth:`SatOracle.certify_reasons`
-proves them exactly right, or finds what is wrong, without enumerating: every SR blocks (one
-UNSAT call each), every NR frees with all its features changed (one SAT call each), neither
-family has a member inside another (bitsets), and every set meeting all SRs contains an NR
-(one propositional call over one variable per feature); on large forests it is several times
-faster than the enumeration. The harness (:mod:`rfcircuits.crosscheck.differential.harness`) checks the
-native SRs and NRs this way, and on forests of at most ``SAT_ENUMERATION_WORLDS`` worlds also
-against the enumeration. :meth:`SatOracle.missing_contrastive` certifies a target's CEs alike
-(every minimal set meeting them blocks ``R^t``).
+**Certificate.** Given SRs and NRs (the native engine's), :meth:`SatOracle.certify_reasons` proves
+them exactly right, or finds what is wrong, without enumerating: every SR blocks (one UNSAT call
+each), every NR frees with all its features changed (one SAT call each), neither family has a member
+inside another (bitsets), and every set meeting all SRs contains an NR (one propositional call over
+one variable per feature); on large forests it is several times faster than the enumeration. The
+harness (:mod:`rfcircuits.crosscheck.differential.harness`) checks the native SRs and NRs this way,
+and on forests of at most ``SAT_ENUMERATION_WORLDS`` worlds also against the enumeration.
+:meth:`SatOracle.missing_contrastive` certifies a target's CEs alike (every minimal set meeting them
+blocks ``R^t``).
 
 **Checks of given items.** Whether fixing some of x's states blocks a goal is monotone in the
 features, so :meth:`SatOracle._blocks` answers from what x's earlier calls proved (blockers
@@ -127,7 +127,8 @@ from rfcircuits.forest import mask_states as bits
 from rfcircuits.interrupts import interruptible
 from rfcircuits.terms import Clause, Literal, Term
 from rfcircuits.crosscheck.oracles.adders import Circuit, OneHotSum
-from rfcircuits.crosscheck.oracles.slices import MAX_CELLS, Slice, gnr_verdicts, member_grid, path_box
+from rfcircuits.crosscheck.oracles.slices import (MAX_CELLS, Slice, gnr_verdicts, member_grid,
+                                                  path_box)
 
 #: GSRs whose primality one round of matrix products decides (:meth:`SatOracle._unwidenable`).
 _BATCH = 256
@@ -201,8 +202,8 @@ class SatOracle:
         self.ties = check_choice("ties", ties, SAT_TIES)
         self.encoding = encoding
         self.solver_name = solver
-        #: Largest slice GNR checks table (:mod:`rfcircuits.crosscheck.oracles.slices`); beyond it they
-        #: search for counterexamples.
+        #: Largest slice GNR checks table (:mod:`rfcircuits.crosscheck.oracles.slices`); beyond it
+        #: they search for counterexamples.
         self.max_slice_cells = MAX_CELLS
         self.n_features = len(forest.features)
         self._pool = IDPool()
@@ -922,11 +923,11 @@ class SatOracle:
         monotone, so dropping one feature at a time suffices. The clause is a GNR iff all three
         hold.
 
-        The verdicts depend only on the worlds agreeing with x outside the clause's features,
-        which :class:`~rfcircuits.crosscheck.oracles.slices.Slice` tables by counting votes (once per
-        instance and feature set); a slice too large for that is searched by a counter-example
-        loop over falsifying assignments (:meth:`_gr_implicate`), exponential in the worst
-        case. Verdicts are kept per instance (a shortest flip is a GNR checked again).
+        The verdicts depend only on the worlds agreeing with x outside the clause's features, which
+        :class:`~rfcircuits.crosscheck.oracles.slices.Slice` tables by counting votes (once per
+        instance and feature set); a slice too large for that is searched by a counter-example loop
+        over falsifying assignments (:meth:`_gr_implicate`), exponential in the worst case. Verdicts
+        are kept per instance (a shortest flip is a GNR checked again).
         """
         x = self._check_instance(x)
         self._check_items(clause)

@@ -1,18 +1,17 @@
 """Δ on a slice: the worlds equal to an instance outside a few features, tabled by counting votes.
 
-A general necessary reason of ``x`` is a prime implicate of GR, and GR is closed under moving
-any feature back to ``x[X]`` (docs/semantics.md §7; the lemma of
-:mod:`rfcircuits.crosscheck.oracles.brute`). So whether a clause on the features ``V`` is an implicate,
-prime, and variable-minimal depends only on the *slice* of ``V``: the worlds that agree with
-``x`` outside ``V``. On a slice each tree takes ``x``'s branch at every node testing a feature
+A general necessary reason of ``x`` is a prime implicate of GR, and GR is closed under moving any
+feature back to ``x[X]`` (docs/semantics.md §7; the lemma of
+:mod:`rfcircuits.crosscheck.oracles.brute`). So whether a clause on the features ``V`` is an
+implicate, prime, and variable-minimal depends only on the *slice* of ``V``: the worlds that agree
+with ``x`` outside ``V``. On a slice each tree takes ``x``'s branch at every node testing a feature
 outside ``V``, so only the branch masks met on the free features matter: the states of a free
-feature fall into *atoms*, the classes of states that no reachable node tells apart, and the
-slice is a grid of atoms. :class:`Slice` counts the votes on that grid (each tree's reachable
-leaves paint their boxes: one vote for the leaf's class, or with soft votes the leaf's exact
-integer weights, :attr:`~rfcircuits.forest.Forest.int_weights`, added to ``int_init``) and
-marks the cells in Δ; :func:`gnr_verdicts` reads the three
-verdicts of a clause off the grid with array operations. Nothing here is shared with the native
-engine: the votes are the trees' own, counted cell by cell.
+feature fall into *atoms*, the classes of states that no reachable node tells apart, and the slice
+is a grid of atoms. :class:`Slice` counts the votes on that grid (each tree's reachable leaves paint
+their boxes: one vote for the leaf's class, or with soft votes the leaf's exact integer weights,
+:attr:`~rfcircuits.forest.Forest.int_weights`, added to ``int_init``) and marks the cells in Δ;
+:func:`gnr_verdicts` reads the three verdicts of a clause off the grid with array operations.
+Nothing here is shared with the native engine: the votes are the trees' own, counted cell by cell.
 
 Cost: ``O(Σ_trees reachable nodes · |V|)`` to find the atoms and ``O(#trees · #cells)`` to count
 the votes, where ``#cells`` is the product of the atoms' counts; a clause then costs
@@ -159,8 +158,8 @@ def general_reason_grid(sl: Slice) -> np.ndarray:
 
 def gnr_verdicts(sl: Slice, clause: Clause) -> dict[str, bool]:
     """The GNR verdicts (``valid``, ``prime``, ``variable_minimal``: see
-    :meth:`rfcircuits.crosscheck.oracles.sat.SatOracle.check_gnr`) of a clause whose features are the
-    slice's, in the slice's order.
+    :meth:`rfcircuits.crosscheck.oracles.sat.SatOracle.check_gnr`) of a clause whose features are
+    the slice's, in the slice's order.
 
     - ``valid``: no cell of GR has, on every axis, an atom meeting the states the literal
       leaves out (a world of GR falsifying the clause);

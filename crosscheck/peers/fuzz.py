@@ -4,23 +4,23 @@ against its own promises (:mod:`rfcircuits.crosscheck.peers.promises`); failing 
 and saved.
 
 **Cases.** Case ``k`` of seed ``s`` is a pure function of ``(s, k)``, drawn from
-``random.Random(f"{s}/{k}/peer")`` (:func:`make_case`): a random data set (2–5 numeric
-features, some with only a few distinct values so that the trees share thresholds and votes
-tie often; 2–4 classes; 20–80 rows labelled by a random linear rule with 10% noise), a
-scikit-learn ``RandomForestClassifier`` (1–7 trees, depth 1–4, its seed drawn too) trained on
-all of it and imported into our :class:`~rfcircuits.forest.Forest`, and the instances a peer
-most likely gets wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
-(:func:`~rfcircuits.crosscheck.differential.strategies.pick_by_margin`), a world with tied votes and a world
-decided for each class when those rows have none
-(:func:`~rfcircuits.crosscheck.differential.strategies.with_edge_worlds`), a world one vote from a tie and
-a world that is no data row. For a peer of XGBoost models (its adapter's ``library``) the model
-is an ``XGBClassifier`` of as many rounds and that depth, with at most as many classes as the
+``random.Random(f"{s}/{k}/peer")`` (:func:`make_case`): a random data set (2–5 numeric features,
+some with only a few distinct values so that the trees share thresholds and votes tie often; 2–4
+classes; 20–80 rows labelled by a random linear rule with 10% noise), a scikit-learn
+``RandomForestClassifier`` (1–7 trees, depth 1–4, its seed drawn too) trained on all of it and
+imported into our :class:`~rfcircuits.forest.Forest`, and the instances a peer most likely gets
+wrong: the :data:`NEAR_TIES` data rows closest to a vote tie
+(:func:`~rfcircuits.crosscheck.differential.strategies.pick_by_margin`), a world with tied votes and
+a world decided for each class when those rows have none
+(:func:`~rfcircuits.crosscheck.differential.strategies.with_edge_worlds`), a world one vote from a
+tie and a world that is no data row. For a peer of XGBoost models (its adapter's ``library``) the
+model is an ``XGBClassifier`` of as many rounds and that depth, with at most as many classes as the
 adapter takes (``max_classes``). The forest is imported with the votes the peer explains
 (:func:`~rfcircuits.crosscheck.peers.adapters.base.adapter_votes`): for ``predict``'s soft vote the
-rows closest to a tie are those whose two best exact sums are closest, and the world one vote
-from a tie is the world of the pool with the smallest gap that is no tie. The peer is given raw values: a data row's own, or for a world a
-value inside each of its states (:func:`state_value`), each checked to fall back into its
-state as scikit-learn reads it (float32).
+rows closest to a tie are those whose two best exact sums are closest, and the world one vote from a
+tie is the world of the pool with the smallest gap that is no tie. The peer is given raw values: a
+data row's own, or for a world a value inside each of its states (:func:`state_value`), each checked
+to fall back into its state as scikit-learn reads it (float32).
 
 **Cases on the user's forest** (``--model M --data D`` or ``--forest F --instances I``: a
 :class:`~rfcircuits.crosscheck.peers.grading.PeerData`; :func:`make_user_case`): the model is the
@@ -99,16 +99,17 @@ from rfcircuits.progress import Progress
 from rfcircuits.boosted_import import forest_from_model
 from rfcircuits.sklearn_import import forest_from_sklearn, instances_from_values
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, RowOrigin, Task, adapter_library,
-                                                 adapter_model, adapter_votes, error_text,
-                                                 protocol_error)
+                                                       adapter_model, adapter_votes, error_text,
+                                                       protocol_error)
 from rfcircuits.crosscheck.differential.fuzz import timeline_point
 from rfcircuits.crosscheck.campaigns.parallel import _leave_signals, can_fork
 from rfcircuits.crosscheck.peers.repro import peer_repro
 from rfcircuits.crosscheck.peers.grading import PeerData
 from rfcircuits.crosscheck.peers.promises import FAILING as PROMISE_FAILING
 from rfcircuits.crosscheck.peers.promises import PeerReport, grade_answers
-from rfcircuits.crosscheck.differential.strategies import (all_worlds, margin, pick_by_margin, random_instance,
-                                              state_value, with_edge_worlds, world_values)
+from rfcircuits.crosscheck.differential.strategies import (all_worlds, margin, pick_by_margin,
+                                                           random_instance, state_value,
+                                                           with_edge_worlds, world_values)
 from rfcircuits.crosscheck.verify import counted
 
 #: Data rows closest to a vote tie explained in each case.

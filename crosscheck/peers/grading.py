@@ -63,8 +63,8 @@ from rfcircuits.inputs import read_instance_values
 from rfcircuits.progress import Progress
 from rfcircuits.sklearn_import import instances_from_values, load_model
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, RowOrigin, Task, adapter_library,
-                                                 adapter_model, adapter_votes, load_adapter,
-                                                 protocol_error)
+                                                       adapter_model, adapter_votes, load_adapter,
+                                                       protocol_error)
 from rfcircuits.crosscheck.peers.promises import PeerReport, PromiseGrader
 from rfcircuits.crosscheck.peers.sklearn_model import sklearn_from_forest
 from rfcircuits.crosscheck.differential.strategies import pick_by_margin, state_value
@@ -94,11 +94,12 @@ def load_dataset(name: str) -> Dataset:
 
 def pick_rows(forest: Forest, X: np.ndarray, k: int | None, pick: str,
               seed: int) -> np.ndarray:
-    """Indices of the ``k`` rows of ``X`` to explain (None: all), in data order. ``random``:
-    ``k`` distinct rows drawn with ``seed``. ``margin``: the rows whose instances (``forest``'s
-    states of the row) are closest to a vote tie (:func:`~rfcircuits.crosscheck.differential.strategies.
-    pick_by_margin`, exact ties first), one row per instance (the first in the data): rows
-    in the same states would be graded alike, so they would only take the place of others."""
+    """Indices of the ``k`` rows of ``X`` to explain (None: all), in data order. ``random``: ``k``
+    distinct rows drawn with ``seed``. ``margin``: the rows whose instances (``forest``'s states of
+    the row) are closest to a vote tie
+    (:func:`~rfcircuits.crosscheck.differential.strategies.pick_by_margin`, exact ties first), one
+    row per instance (the first in the data): rows in the same states would be graded alike, so they
+    would only take the place of others."""
     k = len(X) if k is None else k
     if pick == "random":
         rng = np.random.default_rng(seed)

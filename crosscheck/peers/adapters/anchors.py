@@ -59,7 +59,7 @@ import numpy as np
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.sklearn_import import instances_from_values
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
-                                                 error_text)
+                                                       error_text)
 
 INSTALL = "pip install anchor-exp"
 OPERATORS = (">", ">=", "<", "<=")

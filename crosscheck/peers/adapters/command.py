@@ -41,9 +41,9 @@ from rfcircuits.atomicio import atomic_open
 from rfcircuits.errors import InputError, check_choice
 from rfcircuits.explanation import WHAT_FIELDS
 from rfcircuits.forest import Forest, Instance, instance_to_json, save_forest
-from rfcircuits.crosscheck.peers.adapters.base import (ANSWERS, GUARANTEES, MINIMALITIES, PEER_FIELDS,
-                                                 PEER_TIES, Answer, PeerUnavailable, Promise,
-                                                 Task)
+from rfcircuits.crosscheck.peers.adapters.base import (ANSWERS, GUARANTEES, MINIMALITIES,
+                                                       PEER_FIELDS, PEER_TIES, Answer,
+                                                       PeerUnavailable, Promise, Task)
 from rfcircuits.crosscheck.peers.adapters.worker import last_line, run_command
 from rfcircuits.crosscheck.verify import parse_claims, read_lines
 
@@ -179,7 +179,8 @@ def match_output(forest: Forest, instances: Sequence[Instance],
 
 class CommandAdapter:
     """An explainer run as a command (module docstring); ``promises`` as :func:`parse_promises`
-    reads them, ``ties`` as :data:`~rfcircuits.crosscheck.peers.adapters.base.PEER_TIES` names them."""
+    reads them, ``ties`` as :data:`~rfcircuits.crosscheck.peers.adapters.base.PEER_TIES` names
+    them."""
 
     def __init__(self, run: str, promises: Mapping[str, Promise | str] | str,
                  ties: str = "first", name: str = "command") -> None:

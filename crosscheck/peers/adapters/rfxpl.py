@@ -1,12 +1,13 @@
 """RFxpl adapter: every AXp and CXp of RFxpl (Izza & Marques-Silva, "On Explaining Random
 Forests with SAT", IJCAI 2021), graded against what it promises.
 
-**RFxpl is source only** (github.com/izzayacine/RFxpl, MIT; not on the package index): the
-adapter takes the path of the user's checkout, as ``RfxplAdapter(path=...)`` or the
-environment variable ``RFCIRCUITS_RFXPL``, and runs it in a worker subprocess (``python -m
-rfcircuits.crosscheck.peers.adapters.rfxpl WORKDIR``, :class:`~rfcircuits.crosscheck.peers.adapters.worker.
-Worker`) with the checkout on its ``sys.path``: a row that overruns ``task.timeout`` is a
-``timeout`` answer and a fresh worker takes the next row.
+**RFxpl is source only** (github.com/izzayacine/RFxpl, MIT; not on the package index): the adapter
+takes the path of the user's checkout, as ``RfxplAdapter(path=...)`` or the environment variable
+``RFCIRCUITS_RFXPL``, and runs it in a worker subprocess (``python -m
+rfcircuits.crosscheck.peers.adapters.rfxpl WORKDIR``,
+:class:`~rfcircuits.crosscheck.peers.adapters.worker.Worker`) with the checkout on its
+``sys.path``: a row that overruns ``task.timeout`` is a ``timeout`` answer and a fresh worker takes
+the next row.
 
 **What it needs on current Python** (3.10 and later): ``pip install anytree namedlist`` (its
 imports), and two shims the worker applies before importing it (:func:`apply_shims`):
@@ -89,7 +90,7 @@ from rfcircuits.errors import InputError
 from rfcircuits.forest import Forest, Instance, Leaf, read_values
 from rfcircuits.sklearn_import import build_forest
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
-                                                 error_text)
+                                                       error_text)
 from rfcircuits.crosscheck.peers.adapters.worker import Worker, reply
 from rfcircuits.crosscheck.peers.modelling import PeerModel, winners
 

@@ -63,8 +63,9 @@ import numpy as np
 
 from rfcircuits.forest import Forest, Instance
 from rfcircuits.crosscheck.peers.adapters.base import (Answer, PeerUnavailable, Promise, Task,
-                                                 error_text)
-from rfcircuits.crosscheck.peers.adapters.worker import Worker, other_python, reply, required_version
+                                                       error_text)
+from rfcircuits.crosscheck.peers.adapters.worker import (Worker, other_python, reply,
+                                                         required_version)
 from rfcircuits.crosscheck.differential.strategies import state_value
 
 #: The environment variable naming the Python of another environment, where solbert is
